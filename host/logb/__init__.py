@@ -1,0 +1,29 @@
+"""Logb: a crash-safe, append-only binary format for measurement and bus logs."""
+
+from .errors import (
+    CorruptFrameError,
+    InvalidDataError,
+    InvalidSchemaError,
+    LogbError,
+    MalformedPayloadError,
+    NotLogbError,
+    UnsupportedCodecError,
+    UnsupportedFilterError,
+    UnsupportedVersionError,
+)
+from .framing import detect
+from .reader import LogbFile, open
+from .schema import Conversion, Field, Schema
+from .tables import AxisKind, AxisMode, ByteOrder, Codec, ConversionType, DataType, Filter, FrameType
+from .writer import Writer, stream_uuid
+
+__version__ = "0.1.0"
+backend = "python"
+
+__all__ = [
+    "AxisKind", "AxisMode", "ByteOrder", "Codec", "Conversion", "ConversionType", "CorruptFrameError",
+    "DataType", "Field", "Filter", "FrameType", "InvalidDataError", "InvalidSchemaError", "LogbError",
+    "LogbFile", "MalformedPayloadError", "NotLogbError", "Schema", "UnsupportedCodecError",
+    "UnsupportedFilterError", "UnsupportedVersionError", "Writer", "backend", "detect", "open",
+    "stream_uuid",
+]

@@ -1,0 +1,126 @@
+"""DATA/ATTACH codecs and the transpose filter (SPEC §8).
+
+Decoding never allocates more than the declared raw_size, and rejects a
+stream that decodes to anything but exactly raw_size bytes or carries bytes
+after its end.
+"""
+
+import zlib
+
+import numpy as np
+
+from .errors import InvalidDataError, UnsupportedCodecError, UnsupportedFilterError
+from .tables import Codec, Filter
+
+_CHUNK = 1 << 20
+
+# An LZ4 block cannot expand by more than 255x plus a small constant; a
+# raw_size beyond that is a lie that would make lz4.block allocate it.
+_LZ4_MAX_RATIO = 256
+
+
+def _zstd():
+    import zstandard
+
+    return zstandard
+
+
+def compress(data, codec, level=None):
+    if codec == Codec.none:
+        return bytes(data)
+    if codec == Codec.zstd:
+        return _zstd().ZstdCompressor(level=3 if level is None else level).compress(data)
+    if codec == Codec.lz4:
+        import lz4.block
+
+        return lz4.block.compress(bytes(data), store_size=False)
+    if codec == Codec.deflate:
+        c = zlib.compressobj(6 if level is None else level, zlib.DEFLATED, -15)
+        return c.compress(data) + c.flush()
+    raise UnsupportedCodecError(f"unknown codec {codec}")
+
+
+def decompress(stored, codec, raw_size):
+    """Decode `stored` to exactly raw_size bytes."""
+    if codec == Codec.none:
+        if len(stored) != raw_size:
+            raise InvalidDataError(f"raw_size {raw_size} but {len(stored)} bytes stored")
+        return stored
+    if codec == Codec.zstd:
+        out = _zstd_decode(stored, raw_size)
+    elif codec == Codec.lz4:
+        out = _lz4_decode(stored, raw_size)
+    elif codec == Codec.deflate:
+        out = _deflate_decode(stored, raw_size)
+    else:
+        raise UnsupportedCodecError(f"unknown codec {codec}")
+    if len(out) != raw_size:
+        raise InvalidDataError(f"decoded {len(out)} bytes, raw_size says {raw_size}")
+    return out
+
+
+def _deflate_decode(stored, raw_size):
+    d = zlib.decompressobj(-15)
+    try:
+        out = d.decompress(stored, raw_size + 1)
+    except zlib.error as exc:
+        raise InvalidDataError(f"deflate: {exc}") from None
+    if len(out) > raw_size:
+        raise InvalidDataError(f"deflate stream decodes past raw_size {raw_size}")
+    if not d.eof:
+        raise InvalidDataError("deflate stream is incomplete")
+    if d.unused_data:
+        raise InvalidDataError("bytes after the end of the deflate stream")
+    return out
+
+
+def _zstd_decode(stored, raw_size):
+    zstandard = _zstd()
+    d = zstandard.ZstdDecompressor().decompressobj()
+    parts, total = [], 0
+    try:
+        # Feed in slices so a small hostile frame cannot make one huge output.
+        for pos in range(0, max(len(stored), 1), _CHUNK):
+            piece = d.decompress(stored[pos : pos + _CHUNK])
+            total += len(piece)
+            if total > raw_size:
+                raise InvalidDataError(f"zstd stream decodes past raw_size {raw_size}")
+            parts.append(piece)
+            if d.eof:
+                if pos + _CHUNK < len(stored) or d.unused_data:
+                    raise InvalidDataError("bytes after the end of the zstd frame")
+                break
+    except zstandard.ZstdError as exc:
+        raise InvalidDataError(f"zstd: {exc}") from None
+    if not d.eof:
+        raise InvalidDataError("zstd frame is incomplete")
+    return b"".join(parts)
+
+
+def _lz4_decode(stored, raw_size):
+    import lz4.block
+
+    if raw_size > _LZ4_MAX_RATIO * len(stored) + 64:
+        raise InvalidDataError(f"raw_size {raw_size} is more than an LZ4 block of {len(stored)} bytes can hold")
+    try:
+        return lz4.block.decompress(bytes(stored), uncompressed_size=raw_size)
+    except lz4.block.LZ4BlockError as exc:
+        raise InvalidDataError(f"lz4: {exc}") from None
+
+
+def check_filter(filt):
+    if filt not in Filter._value2member_map_:
+        raise UnsupportedFilterError(f"unknown filter {filt}")
+
+
+def transpose(fixed, count, size):
+    """Row-major N×S records → S rows of N bytes."""
+    if not count or not size:
+        return bytes(fixed)
+    return np.frombuffer(fixed, np.uint8, count * size).reshape(count, size).T.tobytes()
+
+
+def untranspose(stored, count, size):
+    if not count or not size:
+        return bytes(stored[: count * size])
+    return np.frombuffer(stored, np.uint8, count * size).reshape(size, count).T.tobytes()

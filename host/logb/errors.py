@@ -1,0 +1,41 @@
+"""The error taxonomy. Every error a caller can see derives from LogbError.
+
+Truncation is deliberately absent: a cut file is a report (rule 2), not an
+exception.
+"""
+
+
+class LogbError(Exception):
+    """Root of every Logb error."""
+
+
+class NotLogbError(LogbError):
+    """The input does not start with a valid Logb file header."""
+
+
+class UnsupportedVersionError(LogbError):
+    """The file's major version is one this reader does not know."""
+
+
+class CorruptFrameError(LogbError):
+    """A frame failed its CRC or its framing is impossible (strict mode)."""
+
+
+class MalformedPayloadError(LogbError):
+    """A CRC-valid frame whose payload does not parse (short, bad UTF-8, leftovers)."""
+
+
+class UnsupportedCodecError(LogbError):
+    """A DATA or ATTACH frame uses a codec this reader does not implement."""
+
+
+class UnsupportedFilterError(LogbError):
+    """A DATA frame uses a filter this reader does not implement."""
+
+
+class InvalidSchemaError(LogbError):
+    """A SCHEMA that breaks a rule of the format; its stream is skipped."""
+
+
+class InvalidDataError(LogbError):
+    """A DATA frame whose records cannot be decoded against its schema."""

@@ -1,0 +1,585 @@
+"""Reading a Logb file: segments, sessions, streams, runs, anchors, and the
+recovery report (SPEC §3–§10).
+
+`LogbFile(src)` scans the input once, checking every frame's CRC and parsing
+the small control frames, and keeps only where each DATA frame is; records are
+decompressed and decoded when a stream's columns are asked for.
+"""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import convert
+from .batch import decode_batch, frame_axis_span
+from .errors import InvalidDataError, InvalidSchemaError, LogbError, MalformedPayloadError
+from .framing import FRAME_OVERHEAD
+from .records import Attach, DataHeader, End, Index, Meta, Run, Sync, axis_value
+from .scan import Report, check_header, iter_frames
+from .schema import Schema, partial_identity
+from .source import open_source
+from .tables import AxisMode, Codec, DataType, Filter, FrameType, TIME_BASES
+from .timebase import Clock, parse_anchor, ticks_to_ns
+from . import codecs
+
+_FILE_SCOPE = {FrameType.SYNC, FrameType.ATTACH, FrameType.RUN, FrameType.INDEX, FrameType.END}
+
+
+@dataclass
+class FrameLoc:
+    """Where an accepted DATA frame is, and its 28-byte header."""
+
+    offset: int
+    payload_len: int
+    header: DataHeader
+    segment: int
+
+    @property
+    def stored_slice(self):
+        start = self.offset + 8 + 28
+        return start, self.offset + 8 + self.payload_len
+
+
+@dataclass
+class Segment:
+    offset: int
+    seq: int
+    wall_time_ns: int
+    end_before: bool
+    session_id: object = None
+    time_base: object = None
+    meta: dict = field(default_factory=dict)
+    anchors: list = field(default_factory=list)
+    runs: list = field(default_factory=list)
+    session: int = -1
+
+
+@dataclass
+class Session:
+    index: int
+    id: object
+    first_offset: int
+    time_base: object = None
+    meta: dict = field(default_factory=dict)
+    anchors: list = field(default_factory=list)
+    runs: dict = field(default_factory=dict)
+    segments: list = field(default_factory=list)
+    ended: bool = False
+
+    @property
+    def clock(self):
+        return Clock(self.time_base, self.anchors)
+
+    @property
+    def basis(self):
+        if self.time_base == "unix":
+            return "unix"
+        if self.time_base == "monotonic" and self.anchors:
+            return "anchored"
+        return "undated"
+
+
+@dataclass
+class Attachment:
+    offset: int
+    name: str
+    media_type: str
+    codec: int
+    raw_size: int
+    stored: bytes
+    problem: object = None
+
+    def data(self):
+        if self.problem:
+            raise LogbError(f"attachment {self.name!r}: {self.problem}")
+        return codecs.decompress(self.stored, self.codec, self.raw_size)
+
+
+@dataclass
+class _Binding:
+    stream: object  # Stream or None when the uuid could not be read
+    status: str  # ok | rejected | conflict | duplicate
+    reason: str
+    payload: bytes
+
+
+class Stream:
+    """One logical stream (one stream_uuid) across segments, sessions and files."""
+
+    def __init__(self, owner, uuid, name):
+        self._file = owner
+        self.uuid = uuid
+        self.name = name
+        self.schema = None  # the canonical (first valid) schema
+        self.schema_payload = None
+        self.frames = []
+        self.rejected = 0
+        self.rejections = []
+        self.meta = {}
+
+    def __repr__(self):
+        return f"<Stream {self.name!r} {self.uuid.hex()} {self.records} records>"
+
+    @property
+    def records(self):
+        return sum(f.header.record_count for f in self.frames)
+
+    def reject(self, offset, count, reason):
+        self.rejected += count
+        self.rejections.append((offset, count, reason))
+        self._file.report.note(offset, "rejected", f"stream {self.name!r}: {count} records: {reason}")
+
+    def _frames_in(self, window):
+        if window is None:
+            return list(self.frames)
+        lo, hi = window
+        s = self.schema
+        out = []
+        for fl in self.frames:
+            span = frame_axis_span(s, fl.header)
+            if span is not None and (span[1] < lo or span[0] > hi):
+                continue
+            if span is None and s.axis_mode == AxisMode.explicit and fl.header.record_count:
+                af = s.fields[s.axis_field]
+                if af.data_type == DataType.uint and s.axis_scale >= 0:
+                    if fl.header.axis_base(s.is_time) > hi:  # every value is >= the base
+                        continue
+            out.append(fl)
+        return out
+
+    def batches(self, window=None, fields=None):
+        """Yield (FrameLoc, Batch) in file order, decoding each frame now.
+        A frame that fails to decode is rejected (reported) and skipped."""
+        if self.schema is None:
+            return
+        buf = self._file.buf
+        for fl in self._frames_in(window):
+            start, end = fl.stored_slice
+            try:
+                batch = decode_batch(self.schema, fl.header, buf[start:end], fields)
+            except (LogbError, ValueError) as exc:
+                self._drop(fl, str(exc))
+                continue
+            if window is not None:
+                keep = (batch.axis >= window[0]) & (batch.axis <= window[1])
+                if not keep.all():
+                    batch.raw = {k: v[keep] for k, v in batch.raw.items()}
+                    batch.axis = batch.axis[keep]
+                    batch.count = int(keep.sum())
+            yield fl, batch
+
+    def _drop(self, fl, reason):
+        if fl in self.frames:
+            self.frames.remove(fl)
+            self.reject(fl.offset, fl.header.record_count, reason)
+
+    def columns(self, fields=None, window=None):
+        """Decode to numpy columns. `window=(lo, hi)` in axis units (ticks for
+        time axes) reads only frames that can overlap it."""
+        parts = list(self.batches(window, fields))
+        return Columns(self, parts)
+
+    def session_of(self, fl):
+        return self._file.sessions[self._file.segments[fl.segment].session]
+
+
+class Columns:
+    """A stream's records as columns: raw values, physical values, axis, runs."""
+
+    def __init__(self, stream, parts):
+        self.stream = stream
+        self.schema = stream.schema
+        names = [f.name for f in self.schema.fields]
+        if parts:
+            names = [n for n in names if n in parts[0][1].raw]
+        self.raw = {n: _concat([b.raw[n] for _, b in parts], self.schema.field_named(n)) for n in names}
+        axis_dtype = np.int64 if self.schema.is_time else np.float64
+        self.axis = np.concatenate([b.axis for _, b in parts]) if parts else np.zeros(0, axis_dtype)
+        self.run_id = np.concatenate(
+            [np.full(b.count, b.run_id, np.uint32) for _, b in parts]) if parts else np.zeros(0, np.uint32)
+        self.session = np.concatenate(
+            [np.full(b.count, stream.session_of(fl).index, np.int32) for fl, b in parts]
+        ) if parts else np.zeros(0, np.int32)
+        self._phys = {}
+
+    def __len__(self):
+        return len(self.axis)
+
+    @property
+    def axis_exp(self):
+        return self.schema.axis_exp
+
+    def phys(self, name):
+        if name not in self._phys:
+            self._phys[name] = convert.physical(self.schema.field_named(name).conversion, self.raw[name])
+        return self._phys[name]
+
+    def seconds(self):
+        """The axis in seconds (float64) — only on request; ticks stay exact in .axis."""
+        if not self.schema.is_time:
+            raise ValueError("seconds() is for time axes")
+        return self.axis.astype(np.float64) * 10.0 ** self.schema.axis_exp
+
+    def wall(self, i):
+        """WallTime of record i."""
+        if not self.schema.is_time:
+            from .timebase import WallTime, UNDATED
+            return WallTime(None, UNDATED)
+        session = self.stream._file.sessions[int(self.session[i])]
+        return session.clock.wall(int(self.axis[i]), self.schema.axis_exp)
+
+
+def _concat(chunks, f):
+    if not chunks:
+        if f.data_type == DataType.bytes and not f.variable:
+            return np.zeros((0, f.bit_width // 8), np.uint8)
+        return np.zeros(0, object if f.data_type in (DataType.bytes, DataType.string) else np.float64)
+    return np.concatenate(chunks)
+
+
+class LogbFile:
+    """A scanned Logb input. `strict` raises at the first damage; `recover`
+    accepts an input whose file header is missing or damaged by resyncing at
+    its first SYNC frame."""
+
+    def __init__(self, src, strict=False, recover=False):
+        self.source = open_source(src)
+        self.buf = self.source.buf
+        self.report = Report(size=len(self.buf))
+        self.segments = []
+        self.sessions = []
+        self.streams = {}
+        self.attachments = []
+        self.indexes = []  # (offset, Index, segment index or None)
+        self.ends = []  # (offset, End)
+        self.unknown_frames = []  # (offset, type)
+        self._bindings = {}
+        self._cur = None
+        self._end_since_segment = False
+        self._data_offsets = {}  # offset -> (stream or None, DataHeader)
+        self._run_state = {}
+        start = check_header(self.buf, self.report, recover)
+        if start is not None:
+            for fr in iter_frames(self.buf, self.report, start, strict):
+                self._frame(fr)
+        self._resolve_sessions()
+        self._check_index_and_end()
+
+    # context management
+    def close(self):
+        self.source.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # lookup
+    def stream(self, key):
+        """A stream by name, uuid hex, or uuid bytes."""
+        if isinstance(key, bytes) and key in self.streams:
+            return self.streams[key]
+        for s in self.streams.values():
+            if s.uuid.hex() == str(key).replace("-", "").lower() or s.name == key:
+                return s
+        raise KeyError(f"no stream {key!r}")
+
+    def validate(self):
+        """Decode every frame once so record counts and rejections are final."""
+        for s in self.streams.values():
+            for _ in s.batches():
+                pass
+        return self.report
+
+    # scanning
+    def _note(self, offset, kind, message):
+        self.report.note(offset, kind, message)
+
+    def _frame(self, fr):
+        t = fr.type
+        if t in _FILE_SCOPE and fr.stream_id:
+            self._note(fr.offset, "ignored-stream-id",
+                       f"{FrameType(t).name} frame carries stream_id {fr.stream_id}; ignored")
+        if t == FrameType.SIGN:
+            self._note(fr.offset, "skipped-frame", "SIGN frame (reserved, undefined in v0.1) skipped")
+            return
+        if t not in FrameType._value2member_map_:
+            self.unknown_frames.append((fr.offset, t))
+            self._note(fr.offset, "skipped-frame", f"unknown frame type 0x{t:02x} skipped")
+            return
+        payload = fr.payload(self.buf)
+        if t == FrameType.SYNC:
+            return self._sync(fr, payload)
+        if t == FrameType.END:
+            return self._end(fr, payload)
+        if t == FrameType.INDEX:
+            return self._index(fr, payload)
+        if self._cur is None:
+            self._note(fr.offset, "outside-segment",
+                       f"{FrameType(t).name} frame outside any segment (no SYNC before it); ignored")
+            return
+        if t in (FrameType.SCHEMA, FrameType.DATA) and fr.stream_id == 0:
+            self._note(fr.offset, "no-stream-id", f"{FrameType(t).name} frame with stream_id 0; ignored")
+            return
+        {FrameType.SCHEMA: self._schema, FrameType.META: self._meta, FrameType.ATTACH: self._attach,
+         FrameType.RUN: self._run, FrameType.DATA: self._data}[t](fr, payload)
+
+    def _sync(self, fr, payload):
+        self._bindings = {}
+        try:
+            sync = Sync.decode(payload)
+        except MalformedPayloadError as exc:
+            self._cur = None
+            self._note(fr.offset, "malformed", f"SYNC: {exc}; no segment starts here")
+            return
+        self._cur = Segment(fr.offset, sync.segment_seq, sync.wall_time_ns, self._end_since_segment)
+        self._end_since_segment = False
+        self.segments.append(self._cur)
+
+    def _end(self, fr, payload):
+        try:
+            end = End.decode(payload)
+        except MalformedPayloadError as exc:
+            self._note(fr.offset, "malformed", f"END: {exc}")
+            return
+        self.ends.append((fr.offset, end))
+        self._end_since_segment = True
+
+    def _index(self, fr, payload):
+        try:
+            idx = Index.decode(payload)
+        except MalformedPayloadError as exc:
+            self._note(fr.offset, "malformed", f"INDEX: {exc}")
+            return
+        self.indexes.append((fr.offset, idx, len(self.segments) - 1 if self.segments else None))
+
+    def _stream_for(self, uuid, name):
+        s = self.streams.get(uuid)
+        if s is None:
+            s = self.streams[uuid] = Stream(self, uuid, name or "")
+        return s
+
+    def _schema(self, fr, payload):
+        sid, payload = fr.stream_id, bytes(payload)
+        known = self._bindings.get(sid)
+        if known is not None:
+            if known.payload != payload:
+                self._note(fr.offset, "schema-rebind",
+                           f"a second, different SCHEMA for stream_id {sid} in this segment; the first stands")
+            return
+        try:
+            schema = Schema.decode(payload).validate()
+            uuid, name, error = schema.uuid, schema.name, None
+        except (MalformedPayloadError, InvalidSchemaError) as exc:
+            schema, error = None, str(exc)
+            uuid, name = partial_identity(payload)
+        stream = self._stream_for(uuid, name) if uuid is not None else None
+        if schema is None:
+            status, reason = "rejected", f"invalid schema: {error}"
+        elif any(b.stream is stream for b in self._bindings.values()):
+            status, reason = "duplicate", f"stream uuid already bound to another stream_id in this segment"
+        elif stream.schema_payload is None:
+            stream.schema, stream.schema_payload, stream.name = schema, payload, schema.name
+            status, reason = "ok", ""
+        elif stream.schema_payload == payload:
+            status, reason = "ok", ""
+        else:
+            status, reason = "conflict", "schema conflict: differs from this stream's earlier schema"
+        if status != "ok":
+            who = f"stream {name!r}" if name is not None else f"stream_id {sid}"
+            self._note(fr.offset, status if status != "rejected" else "invalid-schema", f"{who}: {reason}")
+        self._bindings[sid] = _Binding(stream, status, reason, payload)
+
+    def _meta(self, fr, payload):
+        try:
+            meta = Meta.decode(payload)
+        except MalformedPayloadError as exc:
+            self._note(fr.offset, "malformed", f"META: {exc}")
+            return
+        for key in meta.duplicate_keys():
+            self._note(fr.offset, "duplicate-key", f"META key {key!r} repeated; the last value wins")
+        d = meta.as_dict()
+        if fr.stream_id:
+            b = self._bindings.get(fr.stream_id)
+            if b is None or b.stream is None:
+                self._note(fr.offset, "unbound", f"stream META for unbound stream_id {fr.stream_id}; ignored")
+            else:
+                b.stream.meta.update(d)
+            return
+        seg = self._cur
+        if "logb.session" in d and seg.session_id is None:
+            seg.session_id = d["logb.session"]
+        if "logb.time_base" in d:
+            if seg.time_base is None:
+                seg.time_base = d["logb.time_base"]
+            elif seg.time_base != d["logb.time_base"]:
+                self._note(fr.offset, "time-base", "a second, different time base in one segment; ignored")
+        if any(k.startswith("logb.anchor.") for k in d):
+            try:
+                anchor, problem = parse_anchor(d, fr.offset)
+            except ValueError as exc:
+                self._note(fr.offset, "malformed-anchor", f"anchor ignored: {exc}")
+            else:
+                if problem:
+                    self._note(fr.offset, "malformed-anchor", problem)
+                seg.anchors.append(anchor)
+        else:
+            seg.meta.update(d)
+
+    def _attach(self, fr, payload):
+        try:
+            a = Attach.decode(payload)
+        except MalformedPayloadError as exc:
+            self._note(fr.offset, "malformed", f"ATTACH: {exc}")
+            return
+        problem = None
+        if a.codec not in Codec._value2member_map_:
+            problem = f"unknown codec {a.codec}; data unavailable"
+            self._note(fr.offset, "unsupported-codec", f"attachment {a.name!r}: {problem}")
+        self.attachments.append(Attachment(fr.offset, a.name, a.media_type, a.codec, a.raw_size, a.stored, problem))
+
+    def _run(self, fr, payload):
+        try:
+            run = Run.decode(payload)
+        except MalformedPayloadError as exc:
+            self._note(fr.offset, "malformed", f"RUN: {exc}")
+            return
+        if len({k for k, _ in run.params}) != len(run.params):
+            self._note(fr.offset, "duplicate-key", f"RUN {run.run_id}: repeated parameter key; the last wins")
+        self._cur.runs.append((fr.offset, run))
+
+    def _data(self, fr, payload):
+        b = self._bindings.get(fr.stream_id)
+        if b is None:
+            self._note(fr.offset, "unbound", f"DATA for stream_id {fr.stream_id}, which no SCHEMA in this segment binds")
+            return
+        try:
+            header = DataHeader.decode(payload)
+        except MalformedPayloadError as exc:
+            if b.stream is not None:
+                b.stream.reject(fr.offset, 0, str(exc))
+            return
+        self._data_offsets[fr.offset] = (b.stream, header)
+        if b.status != "ok":
+            if b.stream is not None:
+                b.stream.reject(fr.offset, header.record_count, b.reason)
+            else:
+                self._note(fr.offset, "rejected", f"DATA for stream_id {fr.stream_id}: {b.reason}")
+            return
+        stream = b.stream
+        reason = _precheck(stream.schema, header, fr.payload_len)
+        if reason:
+            stream.reject(fr.offset, header.record_count, reason)
+            return
+        key = (len(self.segments), fr.stream_id)
+        last, closed = self._run_state.get(key, (None, set()))
+        if last is not None and header.run_id != last:
+            if header.run_id in closed:
+                self._note(fr.offset, "run-order",
+                           f"stream {stream.name!r}: run {header.run_id} reappears after another run in one segment")
+            closed.add(last)
+        self._run_state[key] = (header.run_id, closed)
+        stream.frames.append(FrameLoc(fr.offset, fr.payload_len, header, len(self.segments) - 1))
+
+    # after the scan
+    def _resolve_sessions(self):
+        prev = None
+        for i, seg in enumerate(self.segments):
+            cur = self.sessions[-1] if self.sessions else None
+            if cur is None:
+                new = True
+            elif seg.session_id is not None and cur.id is not None:
+                new = seg.session_id != cur.id
+            elif seg.end_before:
+                new = True
+            else:
+                new = seg.seq == 0 or seg.seq < prev.seq
+                if not new and seg.seq == prev.seq:
+                    self._note(seg.offset, "segment-seq", f"segment_seq {seg.seq} repeated")
+            if new:
+                cur = Session(len(self.sessions), seg.session_id, seg.offset)
+                self.sessions.append(cur)
+            elif cur.id is None:
+                cur.id = seg.session_id
+            seg.session = cur.index
+            cur.segments.append(i)
+            self._merge_segment(cur, seg)
+            prev = seg
+        for off, _end in self.ends:
+            for s in reversed(self.sessions):
+                if s.first_offset < off:
+                    s.ended = True
+                    break
+
+    def _merge_segment(self, session, seg):
+        if seg.time_base is not None:
+            if session.time_base is None:
+                session.time_base = seg.time_base
+                if seg.time_base not in TIME_BASES:
+                    self._note(seg.offset, "time-base", f"unknown time base {seg.time_base!r}: undated")
+            elif session.time_base != seg.time_base:
+                self._note(seg.offset, "time-base",
+                           f"segment declares time base {seg.time_base!r}, its session {session.time_base!r}; ignored")
+        session.meta.update(seg.meta)
+        for anchor in seg.anchors:
+            same = [a for a in session.anchors if a.axis_ns == anchor.axis_ns]
+            if same:
+                if same[0].wall_ns != anchor.wall_ns:
+                    self._note(anchor.offset, "anchor", "anchor at an axis time already anchored; the first stands")
+                continue
+            session.anchors.append(anchor)
+        ordered = sorted(session.anchors, key=lambda a: a.axis_ns)
+        for a, b in zip(ordered, ordered[1:]):
+            if b.wall_ns < a.wall_ns and b is anchor:
+                self._note(anchor.offset, "anchor", "anchor wall time goes backwards; used as given")
+        for off, run in seg.runs:
+            known = session.runs.get(run.run_id)
+            if known is None:
+                session.runs[run.run_id] = run
+            elif known != run:
+                self._note(off, "run-restated", f"RUN {run.run_id} restated with different parameters; the first stands")
+
+    def _check_index_and_end(self):
+        sync_offsets = {s.offset for s in self.segments}
+        index_offsets = {off for off, _, _ in self.indexes}
+        for off, end in self.ends:
+            if end.index_back_offset and off - end.index_back_offset not in index_offsets:
+                self._note(off, "end", "END points to no INDEX frame")
+            if off - end.session_bytes not in sync_offsets:
+                self._note(off, "end", "END session_bytes does not lead to a SYNC frame (session start lost?)")
+        self.index_valid = {}
+        for off, idx, _seg in self.indexes:
+            ok = True
+            for uuid, entries in idx.streams:
+                stream = self.streams.get(uuid)
+                if stream is None or stream.schema is None:
+                    continue  # an unreadable stream's entries mean nothing
+                for e in entries:
+                    target = self._data_offsets.get(off - e.back_offset)
+                    if (target is None or target[0] is not stream
+                            or target[1].record_count != e.record_count or target[1].run_id != e.run_id
+                            or target[1].axis_base_raw != e.first_axis_raw):
+                        ok = False
+            self.index_valid[off] = ok
+            if not ok:
+                self._note(off, "corrupt-index", "INDEX disagrees with the frames it points to; the frames stand")
+
+
+def _precheck(schema, header, payload_len):
+    """Reasons to reject a DATA frame that its 28-byte header already shows."""
+    if header.codec not in Codec._value2member_map_:
+        return f"unknown codec {header.codec}"
+    if header.filter not in Filter._value2member_map_:
+        return f"unknown filter {header.filter}"
+    n, size = header.record_count, schema.record_size
+    minimum = n * size + 4 * n * len(schema.variable_fields)
+    if header.raw_size < minimum or (not schema.variable_fields and header.raw_size != minimum):
+        return f"raw_size {header.raw_size} does not fit {n} records of {size} bytes"
+    if header.codec == Codec.none and header.raw_size != payload_len - 28:
+        return f"raw_size {header.raw_size} but {payload_len - 28} bytes stored"
+    return None
+
+
+def open(src, **kwargs):  # noqa: A001 - mirrors builtins.open for this format
+    return LogbFile(src, **kwargs)

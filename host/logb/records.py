@@ -1,0 +1,257 @@
+"""One record type per frame type: each knows its payload layout (SPEC §4, §8, §9).
+
+`encode()` returns the payload; `decode(payload)` parses one, raising
+MalformedPayloadError for anything short or malformed. Frame types that a
+later minor version may extend (SYNC, SCHEMA, RUN, INDEX, END) ignore trailing
+bytes; the others reject them.
+"""
+
+import struct
+from dataclasses import dataclass
+
+from .binary import Builder, Cursor
+from .errors import MalformedPayloadError
+from .framing import SYNC_PATTERN, encode_frame
+from .schema import Schema
+from .tables import FrameType
+
+_I64 = struct.Struct("<q")
+_F64 = struct.Struct("<d")
+
+
+def axis_value(raw8, is_time):
+    """Interpret 8 stored axis bytes: i64 ticks for time axes, f64 otherwise."""
+    return (_I64 if is_time else _F64).unpack(raw8)[0]
+
+
+def pack_axis(value, is_time):
+    return _I64.pack(int(value)) if is_time else _F64.pack(float(value))
+
+
+def _no_leftovers(cur, what):
+    if cur.remaining:
+        raise MalformedPayloadError(f"{cur.remaining} unexpected bytes after the {what} payload")
+
+
+def _pairs(cur, what):
+    n = cur.u32(what + " count")
+    cur.need(8 * n, what)
+    return tuple((cur.string(what + " key"), cur.string(what + " value")) for _ in range(n))
+
+
+def _put_pairs(b, pairs):
+    b.u32(len(pairs))
+    for k, v in pairs:
+        b.string(k).string(v)
+
+
+class _Frame:
+    TYPE = None
+    stream_id = 0
+
+    def frame(self, stream_id=None):
+        sid = self.stream_id if stream_id is None else stream_id
+        return encode_frame(self.TYPE, self.encode(), sid)
+
+
+@dataclass(frozen=True)
+class Sync(_Frame):
+    TYPE = FrameType.SYNC
+    segment_seq: int
+    wall_time_ns: int = 0
+
+    def encode(self):
+        return SYNC_PATTERN + struct.pack("<Qq", self.segment_seq, self.wall_time_ns)
+
+    @classmethod
+    def decode(cls, payload):
+        if len(payload) < 32 or bytes(payload[:16]) != SYNC_PATTERN:
+            raise MalformedPayloadError("SYNC frame without the sync pattern or too short")
+        seq, wall = struct.unpack_from("<Qq", payload, 16)
+        return cls(seq, wall)
+
+
+@dataclass(frozen=True)
+class SchemaFrame(_Frame):
+    TYPE = FrameType.SCHEMA
+    schema: Schema
+
+    def encode(self):
+        return self.schema.encode()
+
+    @classmethod
+    def decode(cls, payload):
+        return cls(Schema.decode(payload))
+
+
+@dataclass(frozen=True)
+class Meta(_Frame):
+    TYPE = FrameType.META
+    pairs: tuple  # (key, value) in stored order; duplicates kept for reporting
+
+    def encode(self):
+        b = Builder()
+        _put_pairs(b, self.pairs)
+        return b.bytes()
+
+    @classmethod
+    def decode(cls, payload):
+        cur = Cursor(payload)
+        pairs = _pairs(cur, "META")
+        _no_leftovers(cur, "META")
+        return cls(pairs)
+
+    def as_dict(self):
+        return dict(self.pairs)
+
+    def duplicate_keys(self):
+        seen, dups = set(), []
+        for k, _ in self.pairs:
+            if k in seen:
+                dups.append(k)
+            seen.add(k)
+        return dups
+
+
+@dataclass(frozen=True)
+class Attach(_Frame):
+    TYPE = FrameType.ATTACH
+    name: str
+    media_type: str
+    codec: int
+    raw_size: int
+    stored: bytes  # as stored (compressed per codec)
+
+    def encode(self):
+        b = Builder().string(self.name).string(self.media_type)
+        b.u8(self.codec).u8(0).u8(0).u8(0).u64(self.raw_size).raw(self.stored)
+        return b.bytes()
+
+    @classmethod
+    def decode(cls, payload):
+        cur = Cursor(payload)
+        name = cur.string("attachment name")
+        media = cur.string("media type")
+        codec = cur.u8("codec")
+        cur.raw(3, "reserved")
+        raw_size = cur.u64("raw_size")
+        return cls(name, media, codec, raw_size, cur.rest())
+
+
+@dataclass(frozen=True)
+class Run(_Frame):
+    TYPE = FrameType.RUN
+    run_id: int
+    index: int = 0
+    params: tuple = ()
+
+    def encode(self):
+        b = Builder().u32(self.run_id).u32(self.index)
+        _put_pairs(b, self.params)
+        return b.bytes()
+
+    @classmethod
+    def decode(cls, payload):
+        cur = Cursor(payload)
+        return cls(cur.u32("run_id"), cur.u32("index"), _pairs(cur, "RUN param"))
+
+
+DATA_HEADER = struct.Struct("<8sIIBBHQ")
+DATA_HEADER_SIZE = DATA_HEADER.size  # 28
+
+
+@dataclass(frozen=True)
+class DataHeader:
+    """The fixed 28 bytes that open a DATA payload; the records follow."""
+
+    axis_base_raw: bytes
+    record_count: int
+    run_id: int
+    codec: int
+    filter: int
+    raw_size: int
+
+    def axis_base(self, is_time):
+        return axis_value(self.axis_base_raw, is_time)
+
+    @classmethod
+    def decode(cls, payload):
+        if len(payload) < DATA_HEADER_SIZE:
+            raise MalformedPayloadError(f"DATA payload of {len(payload)} bytes is shorter than its 28-byte header")
+        base, count, run_id, codec, filt, _reserved, raw_size = DATA_HEADER.unpack_from(payload, 0)
+        return cls(bytes(base), count, run_id, codec, filt, raw_size)
+
+
+@dataclass(frozen=True)
+class Data(_Frame):
+    TYPE = FrameType.DATA
+    header: DataHeader
+    stored: bytes  # the records region as stored (filtered, compressed)
+
+    def encode(self):
+        h = self.header
+        return DATA_HEADER.pack(h.axis_base_raw, h.record_count, h.run_id, h.codec, h.filter,
+                                0, h.raw_size) + self.stored
+
+    @classmethod
+    def decode(cls, payload):
+        return cls(DataHeader.decode(payload), bytes(payload[DATA_HEADER_SIZE:]))
+
+
+@dataclass(frozen=True)
+class IndexEntry:
+    back_offset: int
+    first_axis_raw: bytes
+    record_count: int
+    run_id: int
+
+
+@dataclass(frozen=True)
+class Index(_Frame):
+    TYPE = FrameType.INDEX
+    streams: tuple  # (uuid, (IndexEntry, ...)) pairs
+
+    def encode(self):
+        b = Builder().u32(len(self.streams))
+        for uuid, entries in self.streams:
+            b.raw(uuid).u32(len(entries))
+            for e in entries:
+                b.u64(e.back_offset).raw(e.first_axis_raw).u32(e.record_count).u32(e.run_id)
+        return b.bytes()
+
+    @classmethod
+    def decode(cls, payload):
+        cur = Cursor(payload)
+        n = cur.u32("stream_count")
+        cur.need(20 * n, "INDEX streams")
+        streams = []
+        for _ in range(n):
+            uuid = cur.raw(16, "stream_uuid")
+            count = cur.u32("entry_count")
+            cur.need(24 * count, "INDEX entries")
+            entries = tuple(IndexEntry(cur.u64(), cur.raw(8), cur.u32(), cur.u32()) for _ in range(count))
+            streams.append((uuid, entries))
+        return cls(tuple(streams))
+
+
+END_PAYLOAD_SIZE = 16
+
+
+@dataclass(frozen=True)
+class End(_Frame):
+    TYPE = FrameType.END
+    index_back_offset: int
+    session_bytes: int
+
+    def encode(self):
+        return struct.pack("<QQ", self.index_back_offset, self.session_bytes)
+
+    @classmethod
+    def decode(cls, payload):
+        if len(payload) < END_PAYLOAD_SIZE:
+            raise MalformedPayloadError("END payload shorter than 16 bytes")
+        return cls(*struct.unpack_from("<QQ", payload, 0))
+
+
+# The frame-type table: which record type decodes which frame type.
+RECORD_TYPES = {cls.TYPE: cls for cls in (Sync, SchemaFrame, Meta, Attach, Run, Data, Index, End)}

@@ -1,0 +1,92 @@
+"""The format's enumerations, defined once. docs/SPEC.md is checked against these."""
+
+from enum import IntEnum
+
+
+class FrameType(IntEnum):
+    SYNC = 0x01
+    SCHEMA = 0x10
+    META = 0x11
+    ATTACH = 0x12
+    RUN = 0x13
+    DATA = 0x20
+    INDEX = 0x30
+    END = 0x40
+    SIGN = 0x50  # reserved: reported by name and skipped
+
+
+class Codec(IntEnum):
+    none = 0
+    zstd = 1
+    lz4 = 2
+    deflate = 3
+
+
+class Filter(IntEnum):
+    none = 0
+    transpose = 1
+
+
+class DataType(IntEnum):
+    uint = 0
+    sint = 1
+    float = 2
+    bool = 3
+    bytes = 4
+    string = 5
+    complex = 6
+
+
+class ConversionType(IntEnum):
+    identity = 0
+    linear = 1
+    rational = 2
+    table = 3
+    table_interp = 4
+    value_to_text = 5
+    range_to_text = 6
+
+
+class AxisKind(IntEnum):
+    time = 0
+    frequency = 1
+    angle = 2
+    distance = 3
+    index = 4
+    other = 5
+
+
+class AxisMode(IntEnum):
+    implicit = 0
+    explicit = 1
+    implicit_log = 2
+
+
+class ByteOrder(IntEnum):
+    little = 0
+    big = 1
+
+
+# Frame types whose stream_id names a stream; every other type is file-scope.
+STREAM_SCOPED = frozenset({FrameType.SCHEMA, FrameType.DATA})
+# META is either: stream-scope when stream_id != 0.
+
+FIELD_FLAG_VARIABLE = 0x01
+
+# Reserved META keys (prefix "logb." is the format's; everything else is the user's).
+META_KEYS = (
+    "logb.time_base",
+    "logb.session",
+    "logb.clock_source",
+    "logb.device",
+    "logb.firmware",
+    "logb.durability",
+    "logb.anchor.axis_ns",
+    "logb.anchor.wall_ns",
+    "logb.anchor.source",
+    "logb.anchor.uncertainty_ns",
+    "logb.lost.controller",
+    "logb.lost.buffer",
+)
+
+TIME_BASES = ("unix", "monotonic", "relative")

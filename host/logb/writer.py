@@ -1,0 +1,213 @@
+"""The CPython writer (SPEC §3, §8, §9): append-only, never seeks, so the sink
+may be a pipe. Segments rotate by size and by time and each restates every
+schema, run and the time base; close() writes an INDEX and an END."""
+
+import os
+import struct
+import time
+import uuid as uuidlib
+
+import numpy as np
+
+from . import codecs, fields
+from .framing import FRAME_OVERHEAD, encode_file_header, encode_frame
+from .records import Attach, Data, DataHeader, End, Index, IndexEntry, Meta, Run, Sync, pack_axis
+from .schema import Schema
+from .tables import Codec, DataType, Filter, FrameType
+
+_U32 = struct.Struct("<I")
+
+
+def encode_records(schema, columns, count):
+    """The decoded records region: fixed portions, then the tails."""
+    size = schema.record_size
+    fixed = np.zeros((count, size), np.uint8)
+    tails = []
+    for f in schema.fields:
+        if not f.variable:
+            values = columns[f.name]
+            if len(values) != count:
+                raise ValueError(f"column {f.name!r} has {len(values)} values, expected {count}")
+            fields.pack(fixed, f, values)
+    var = schema.variable_fields
+    if var:
+        cols = [columns[f.name] for f in var]
+        for i in range(count):
+            for col in cols:
+                v = col[i]
+                data = v.encode("utf-8") if isinstance(v, str) else bytes(v)
+                tails.append(_U32.pack(len(data)))
+                tails.append(data)
+    return fixed.tobytes(), b"".join(tails)
+
+
+class StreamWriter:
+    def __init__(self, writer, stream_id, schema, codec, transpose):
+        self.writer = writer
+        self.stream_id = stream_id
+        self.schema = schema
+        self.codec = Codec(codec)
+        self.filter = Filter.transpose if transpose else Filter.none
+        self.index = []  # (absolute position, first_axis_raw, record_count, run_id)
+
+    def write_batch(self, columns, axis_base=0, run_id=0):
+        """Write one DATA frame of raw values (one array-like per field)."""
+        s = self.schema
+        count = len(next(iter(columns.values()))) if columns else 0
+        fixed, tail = encode_records(s, columns, count)
+        if self.filter == Filter.transpose:
+            fixed = codecs.transpose(fixed, count, s.record_size)
+        region = fixed + tail
+        base_raw = pack_axis(axis_base, s.is_time)
+        header = DataHeader(base_raw, count, run_id, self.codec, self.filter, len(region))
+        payload = Data(header, codecs.compress(region, self.codec)).encode()
+        self.writer._before_data()
+        pos = self.writer._emit(FrameType.DATA, payload, self.stream_id)
+        self.index.append((pos, base_raw, count, run_id))
+
+
+class Writer:
+    """Write a Logb file to a path or any object with write().
+
+    time_base: "unix", "monotonic", "relative" or None (unknown).
+    segment_bytes / segment_seconds: rotate segments when either is reached.
+    """
+
+    def __init__(self, sink, time_base="unix", session=None, clock_source="clock_gettime(CLOCK_REALTIME)",
+                 segment_bytes=8 << 20, segment_seconds=60.0, meta=None, wall_clock=time.time_ns,
+                 monotonic=time.monotonic, header=True):
+        if isinstance(sink, (str, os.PathLike)):
+            self._sink, self._owns = open(sink, "wb"), True
+        else:
+            self._sink, self._owns = sink, False
+        self.session = session or os.urandom(16).hex()
+        self.time_base = time_base
+        self.clock_source = clock_source
+        self.extra_meta = dict(meta or {})
+        self.segment_bytes = segment_bytes
+        self.segment_seconds = segment_seconds
+        self._wall = wall_clock
+        self._mono = monotonic
+        self._pos = 0
+        self._seq = -1
+        self._segment_start = None
+        self._session_start = None
+        self._segment_opened_at = 0.0
+        self._streams = []
+        self._runs = []
+        self._closed = False
+        if header:
+            self._write(encode_file_header())
+
+    # plumbing
+    def _write(self, data):
+        self._sink.write(data)
+        self._pos += len(data)
+
+    def _emit(self, frame_type, payload, stream_id=0):
+        pos = self._pos
+        self._write(encode_frame(frame_type, payload, stream_id))
+        return pos
+
+    def _session_meta(self):
+        pairs = [("logb.session", self.session), ("logb.clock_source", self.clock_source)]
+        if self.time_base is not None:
+            pairs.insert(0, ("logb.time_base", self.time_base))
+        pairs += list(self.extra_meta.items())
+        return Meta(tuple(pairs))
+
+    def _start_segment(self):
+        self._seq += 1
+        self._segment_start = self._pos
+        if self._session_start is None:
+            self._session_start = self._pos
+        self._segment_opened_at = self._mono()
+        self._emit(FrameType.SYNC, Sync(self._seq, self._wall() if self.time_base == "unix" else 0).encode())
+        for sw in self._streams:
+            self._emit(FrameType.SCHEMA, sw.schema.encode(), sw.stream_id)
+        for run in self._runs:
+            self._emit(FrameType.RUN, run.encode())
+        self._emit(FrameType.META, self._session_meta().encode())
+
+    def _before_data(self):
+        if self._closed:
+            raise ValueError("writer is closed")
+        if (self._segment_start is None
+                or self._pos - self._segment_start >= self.segment_bytes
+                or self._mono() - self._segment_opened_at >= self.segment_seconds):
+            self._start_segment()
+
+    # public API
+    def add_stream(self, schema, codec=Codec.zstd, transpose=True):
+        """Declare a stream; its SCHEMA goes into this and every later segment."""
+        if not isinstance(schema, Schema):
+            raise TypeError("add_stream takes a Schema")
+        schema.validate()
+        if any(sw.schema.uuid == schema.uuid for sw in self._streams):
+            raise ValueError(f"stream uuid {schema.uuid.hex()} declared twice")
+        sw = StreamWriter(self, len(self._streams) + 1, schema, codec, transpose)
+        self._streams.append(sw)
+        if self._segment_start is not None:
+            self._emit(FrameType.SCHEMA, schema.encode(), sw.stream_id)
+        return sw
+
+    def add_run(self, run_id, index=0, params=()):
+        run = Run(run_id, index, tuple((str(k), str(v)) for k, v in dict(params).items()))
+        self._runs.append(run)
+        if self._segment_start is not None:
+            self._emit(FrameType.RUN, run.encode())
+        return run
+
+    def meta(self, pairs, stream=None):
+        """A META frame: file-scope, or stream-scope when `stream` is a StreamWriter."""
+        self._before_data()
+        items = tuple((str(k), str(v)) for k, v in dict(pairs).items())
+        self._emit(FrameType.META, Meta(items).encode(), stream.stream_id if stream else 0)
+
+    def anchor(self, axis_ns, wall_ns, source="manual", uncertainty_ns=None):
+        """Bind the axis clock to wall time (G7): written after the records it dates."""
+        pairs = {"logb.anchor.axis_ns": int(axis_ns), "logb.anchor.wall_ns": int(wall_ns),
+                 "logb.anchor.source": source}
+        if uncertainty_ns is not None:
+            pairs["logb.anchor.uncertainty_ns"] = int(uncertainty_ns)
+        self.meta(pairs)
+
+    def attach(self, name, media_type, data, codec=Codec.zstd):
+        self._before_data()
+        frame = Attach(name, media_type, int(codec), len(data), codecs.compress(data, codec))
+        self._emit(FrameType.ATTACH, frame.encode())
+
+    def close(self, index=True):
+        """Write INDEX (optional) and END; close the sink if this writer opened it."""
+        if self._closed:
+            return
+        if self._segment_start is None:
+            self._start_segment()
+        index_pos = None
+        if index:
+            streams = []
+            index_pos = self._pos
+            for sw in self._streams:
+                entries = tuple(IndexEntry(index_pos - pos, base, n, run) for pos, base, n, run in sw.index)
+                streams.append((sw.schema.uuid, entries))
+            self._emit(FrameType.INDEX, Index(tuple(streams)).encode())
+        end_pos = self._pos
+        end = End(end_pos - index_pos if index_pos is not None else 0, end_pos - self._session_start)
+        self._emit(FrameType.END, end.encode())
+        self._closed = True
+        flush = getattr(self._sink, "flush", None)
+        if flush:
+            flush()
+        if self._owns:
+            self._sink.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def stream_uuid(device, name):
+    """UUIDv5 over (device, stream name): equal across files of one device (SPEC §6.6)."""
+    return uuidlib.uuid5(uuidlib.NAMESPACE_URL, f"logb:{device}/{name}").bytes
