@@ -24,6 +24,6 @@ __all__ = [
     "AxisKind", "AxisMode", "ByteOrder", "Codec", "Conversion", "ConversionType", "CorruptFrameError",
     "DataType", "Field", "Filter", "FrameType", "InvalidDataError", "InvalidSchemaError", "LogbError",
     "LogbFile", "MalformedPayloadError", "NotLogbError", "Schema", "UnsupportedCodecError",
-    "UnsupportedFilterError", "UnsupportedVersionError", "Writer", "backend", "detect", "open",
+    "UnsupportedFilterError", "UnsupportedVersionError", "Writer", "backend", "detect",
     "stream_uuid",
 ]

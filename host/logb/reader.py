@@ -152,13 +152,9 @@ class Stream:
         A frame that fails to decode is rejected (reported) and skipped."""
         if self.schema is None:
             return
-        buf = self._file.buf
         for fl in self._frames_in(window):
-            start, end = fl.stored_slice
-            try:
-                batch = decode_batch(self.schema, fl.header, buf[start:end], fields)
-            except (LogbError, ValueError) as exc:
-                self._drop(fl, str(exc))
+            batch = self.decode_frame(fl, fields)
+            if batch is None:
                 continue
             if window is not None:
                 keep = (batch.axis >= window[0]) & (batch.axis <= window[1])
@@ -167,6 +163,15 @@ class Stream:
                     batch.axis = batch.axis[keep]
                     batch.count = int(keep.sum())
             yield fl, batch
+
+    def decode_frame(self, fl, fields=None):
+        """Decode one accepted frame; None (and the frame rejected) if it fails."""
+        start, end = fl.stored_slice
+        try:
+            return decode_batch(self.schema, fl.header, self._file.buf[start:end], fields)
+        except (LogbError, ValueError) as exc:
+            self._drop(fl, str(exc))
+            return None
 
     def _drop(self, fl, reason):
         if fl in self.frames:
@@ -284,6 +289,13 @@ class LogbFile:
             if s.uuid.hex() == str(key).replace("-", "").lower() or s.name == key:
                 return s
         raise KeyError(f"no stream {key!r}")
+
+    def data_frames(self, streams=None):
+        """(stream, FrameLoc) for every accepted DATA frame, in file order."""
+        chosen = streams if streams is not None else self.streams.values()
+        pairs = [(fl.offset, s, fl) for s in chosen for fl in s.frames]
+        pairs.sort(key=lambda p: p[0])
+        return [(s, fl) for _, s, fl in pairs]
 
     def validate(self):
         """Decode every frame once so record counts and rejections are final."""

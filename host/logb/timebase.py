@@ -88,7 +88,7 @@ class Clock:
     def wall(self, ticks, axis_exp):
         if self.time_base == "unix":
             ns = ticks_to_ns(ticks, axis_exp)
-            return WallTime(ns, UNIX, 0) if I64_MIN <= ns <= I64_MAX else _UNDATED
+            return WallTime(ns, UNIX) if I64_MIN <= ns <= I64_MAX else _UNDATED
         if self.time_base != "monotonic" or not self.anchors:
             return _UNDATED
         a = ticks_to_ns(ticks, axis_exp)

@@ -1,0 +1,1 @@
+"""The `logb` command line: one module per subcommand."""

@@ -1,0 +1,88 @@
+"""logb export: one stream to CSV or Parquet."""
+
+import csv
+
+import numpy as np
+
+from ..tables import AxisKind
+from .common import EXIT_OK, EXIT_USAGE, CliError, column_values, open_logb
+
+HELP = "export one stream's records to CSV or Parquet"
+DESCRIPTION = """\
+Write one stream as a table: run_id, the axis (integer ticks for time axes,
+with the tick 10^axis_exp s in the column name and metadata), then every
+field's physical value (identity fields keep their raw type). Parquet keeps
+each field's unit, description and raw type in the Arrow field metadata.
+
+  logb export rec.logb --stream can0 --format parquet -o can0.parquet"""
+
+
+def add_arguments(p):
+    p.add_argument("file", help="a .logb file")
+    p.add_argument("--stream", required=True, metavar="NAME|UUID", help="the stream to export")
+    p.add_argument("--format", choices=("csv", "parquet"), help="default: from the output's extension")
+    p.add_argument("-o", "--output", required=True, metavar="OUT")
+
+
+def _table(stream):
+    cols = stream.columns()
+    s = stream.schema
+    axis_name = f"axis_ticks_1e{s.axis_exp}s" if s.axis_kind == AxisKind.time else f"axis_{s.axis_unit or 'value'}"
+    names = ["run_id", axis_name]
+    data = [cols.run_id, cols.axis]
+    meta = [{}, {"unit": s.axis_unit, "axis_kind": AxisKind(s.axis_kind).name,
+                 "axis_exp": str(s.axis_exp)}]
+    for fd in s.fields:
+        names.append(fd.name)
+        data.append(cols.phys(fd.name))
+        meta.append({"unit": fd.unit, "description": fd.description})
+    return names, data, meta
+
+
+def run(args, out):
+    fmt = args.format or ("parquet" if args.output.endswith((".parquet", ".pq")) else "csv")
+    with open_logb(args.file) as f:
+        try:
+            stream = f.stream(args.stream)
+        except KeyError as exc:
+            raise CliError(str(exc.args[0]), EXIT_USAGE) from None
+        if stream.schema is None:
+            raise CliError(f"stream {stream.name!r} has no valid schema; nothing to export", 1)
+        names, data, meta = _table(stream)
+        if fmt == "csv":
+            _csv(args.output, names, data)
+        else:
+            _parquet(args.output, names, data, meta)
+    return EXIT_OK
+
+
+def _csv(path, names, data):
+    columns = [column_values(c) for c in data]
+    with open(path, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(names)
+        for row in zip(*columns):
+            w.writerow(["" if v is None else v for v in row])
+
+
+def _parquet(path, names, data, meta):
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise CliError("Parquet export needs pyarrow: pip install 'logb[parquet]'", EXIT_USAGE) from None
+    fields, arrays = [], []
+    for name, col, md in zip(names, data, meta):
+        if isinstance(col, np.ma.MaskedArray):
+            arr = pa.array(col.data, mask=np.ma.getmaskarray(col))
+        elif col.ndim == 2:
+            arr = pa.array([bytes(r) for r in col], pa.binary(col.shape[1]))
+        elif col.dtype == object:
+            arr = pa.array(list(col))
+        elif col.dtype == np.float16:
+            arr = pa.array(col.astype(np.float32))
+        else:
+            arr = pa.array(col)
+        arrays.append(arr)
+        fields.append(pa.field(name, arr.type, metadata={k: str(v) for k, v in md.items()}))
+    pq.write_table(pa.Table.from_arrays(arrays, schema=pa.schema(fields)), path)

@@ -1,0 +1,137 @@
+"""logb info: what a file holds and how intact it is."""
+
+from .common import EXIT_DAMAGED, EXIT_OK, dumps, open_logb, schema_json
+from ..tables import AxisKind
+
+HELP = "show sessions, segments, streams, runs, anchors, attachments and integrity"
+DESCRIPTION = """\
+Scan FILE, decode every DATA frame once (so the record counts are final) and
+print what it holds. Damage never stops it: skipped byte ranges, truncation
+and rejected frames are listed with their causes.
+
+With --json the output is one JSON object (a public contract, see README):
+  {"streams": [{"uuid", "name", "records", "rejected", ...}],
+   "skipped": [{"start", "end", "cause"}], "truncated": bool, ...}
+
+Exit status: 0 intact, 1 damaged/truncated/rejected records, 2 not Logb,
+3 unsupported version."""
+
+
+def add_arguments(p):
+    p.add_argument("file", help="a .logb file, or - for standard input")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def summary(f):
+    rep = f.report
+    streams = []
+    for s in f.streams.values():
+        entry = {
+            "uuid": s.uuid.hex(),
+            "name": s.name,
+            "records": s.records,
+            "rejected": s.rejected,
+            "frames": len(s.frames),
+            "runs": sorted({fl.header.run_id for fl in s.frames}),
+            "meta": s.meta,
+            "rejections": [{"offset": o, "records": n, "reason": r} for o, n, r in s.rejections],
+        }
+        if s.schema is not None:
+            entry.update(schema_json(s.schema))
+        streams.append(entry)
+    return {
+        "size": rep.size,
+        "version": f"{rep.header.major}.{rep.header.minor}" if rep.header else None,
+        "sessions": [
+            {
+                "index": se.index,
+                "id": se.id,
+                "time_base": se.time_base,
+                "basis": se.basis,
+                "clock_source": se.meta.get("logb.clock_source"),
+                "first_offset": se.first_offset,
+                "segments": len(se.segments),
+                "ended": se.ended,
+                "meta": se.meta,
+                "anchors": [
+                    {"axis_ns": a.axis_ns, "wall_ns": a.wall_ns, "source": a.source,
+                     "uncertainty_ns": a.uncertainty_ns}
+                    for a in sorted(se.anchors, key=lambda a: a.axis_ns)
+                ],
+                "runs": [
+                    {"run_id": r.run_id, "index": r.index, "params": dict(r.params)}
+                    for r in se.runs.values()
+                ],
+            }
+            for se in f.sessions
+        ],
+        "segments": [
+            {"offset": sg.offset, "seq": sg.seq, "wall_time_ns": sg.wall_time_ns, "session": sg.session}
+            for sg in f.segments
+        ],
+        "streams": streams,
+        "attachments": [
+            {"name": a.name, "media_type": a.media_type, "codec": a.codec, "raw_size": a.raw_size,
+             "stored_size": len(a.stored), "offset": a.offset, "problem": a.problem}
+            for a in f.attachments
+        ],
+        "index": [{"offset": off, "valid": ok} for off, ok in f.index_valid.items()],
+        "skipped": [s.as_json() for s in rep.skipped],
+        "truncated": rep.truncated,
+        "truncated_at": rep.truncated_at,
+        "notes": [n.as_json() for n in rep.notes],
+        "frames": rep.frames,
+        "clean": intact(f),
+    }
+
+
+def intact(f):
+    return f.report.clean and not any(s.rejected for s in f.streams.values())
+
+
+def _human(info, out):
+    w = out.write
+    w(f"Logb {info['version']}, {info['size']} bytes, {info['frames']} frames, "
+      f"{len(info['segments'])} segments, {len(info['sessions'])} sessions\n")
+    for se in info["sessions"]:
+        w(f"session {se['index']}: id={se['id']} time_base={se['time_base']} ({se['basis']}) "
+          f"segments={se['segments']} {'closed' if se['ended'] else 'not closed'}\n")
+        for a in se["anchors"]:
+            unc = "unknown" if a["uncertainty_ns"] is None else f"±{a['uncertainty_ns']} ns"
+            w(f"  anchor axis={a['axis_ns']} ns → wall={a['wall_ns']} ns ({a['source']}, {unc})\n")
+        for r in se["runs"]:
+            w(f"  run {r['run_id']} #{r['index']}: {r['params']}\n")
+    for s in info["streams"]:
+        w(f"stream {s['name']!r} {s['uuid']}: {s['records']} records in {s['frames']} frames")
+        w(f", {s['rejected']} rejected\n" if s["rejected"] else "\n")
+        if "axis" in s:
+            ax = s["axis"]
+            exp = f" tick=1e{ax['exp']} s" if ax["kind"] == AxisKind.time.name else ""
+            w(f"  axis: {ax['kind']} {ax['mode']}{exp} unit={ax['unit']!r}\n")
+            for fd in s["fields"]:
+                unit = f" [{fd['unit']}]" if fd["unit"] else ""
+                w(f"  {fd['name']}: {fd['type']} {fd['bit_width']}b@{fd['bit_offset']} "
+                  f"{fd['byte_order']}{' variable' if fd['variable'] else ''}{unit} {fd['conversion']['type']}\n")
+        for r in s["rejections"]:
+            w(f"  rejected at {r['offset']}: {r['records']} records: {r['reason']}\n")
+    for a in info["attachments"]:
+        w(f"attachment {a['name']!r} ({a['media_type']}, {a['raw_size']} bytes)"
+          f"{': ' + a['problem'] if a['problem'] else ''}\n")
+    for s in info["skipped"]:
+        w(f"SKIPPED bytes {s['start']}..{s['end']} ({s['end'] - s['start']} bytes): {s['cause']}\n")
+    if info["truncated"]:
+        w(f"TRUNCATED: the input ends inside a frame or damage starting at offset {info['truncated_at']}\n")
+    for n in info["notes"]:
+        w(f"note @{n['offset']} [{n['kind']}] {n['message']}\n")
+    w("integrity: intact\n" if info["clean"] else "integrity: NOT intact (see above)\n")
+
+
+def run(args, out):
+    with open_logb(args.file) as f:
+        f.validate()
+        info = summary(f)
+    if args.json:
+        out.write(dumps(info) + "\n")
+    else:
+        _human(info, out)
+    return EXIT_OK if info["clean"] else EXIT_DAMAGED
