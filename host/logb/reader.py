@@ -12,9 +12,15 @@ import numpy as np
 
 from . import convert
 from .batch import decode_batch, frame_axis_span
-from .errors import InvalidDataError, InvalidSchemaError, LogbError, MalformedPayloadError
+from .errors import (
+    InvalidSchemaError,
+    LogbError,
+    MalformedPayloadError,
+    UnsupportedCodecError,
+    UnsupportedFilterError,
+)
 from .framing import FRAME_OVERHEAD
-from .records import Attach, DataHeader, End, Index, Meta, Run, Sync, axis_value
+from .records import Attach, DataHeader, End, Index, Meta, Run, Sync, pack_axis
 from .scan import Report, check_header, iter_frames
 from .schema import Schema, partial_identity
 from .source import open_source
@@ -168,10 +174,14 @@ class Stream:
         """Decode one accepted frame; None (and the frame rejected) if it fails."""
         start, end = fl.stored_slice
         try:
-            return decode_batch(self.schema, fl.header, self._file.buf[start:end], fields)
+            batch = decode_batch(self.schema, fl.header, self._file.buf[start:end], fields)
         except (LogbError, ValueError) as exc:
             self._drop(fl, str(exc))
             return None
+        claimed = self._file._index_axes.get(fl.offset)
+        if claimed is not None and batch.count and pack_axis(batch.axis[0], self.schema.is_time) != claimed:
+            self._file._index_disagrees(fl.offset)
+        return batch
 
     def _drop(self, fl, reason):
         if fl in self.frames:
@@ -263,9 +273,15 @@ class LogbFile:
         self._end_since_segment = False
         self._data_offsets = {}  # offset -> (stream or None, DataHeader)
         self._run_state = {}
+        self._index_axes = {}  # DATA offset -> first_axis an INDEX claims (checked on decode)
+        self.strict = strict
         start = check_header(self.buf, self.report, recover)
         if start is not None:
+            damage = len(self.report.skipped)
             for fr in iter_frames(self.buf, self.report, start, strict):
+                if len(self.report.skipped) != damage:  # damage closes the open segment
+                    damage = len(self.report.skipped)
+                    self._close_segment()
                 self._frame(fr)
         self._resolve_sessions()
         self._check_index_and_end()
@@ -308,6 +324,16 @@ class LogbFile:
     def _note(self, offset, kind, message):
         self.report.note(offset, kind, message)
 
+    def _fail(self, error, offset, kind, message):
+        """Damage-like conditions: raised in strict mode, reported otherwise."""
+        if self.strict:
+            raise error(f"{message} (offset {offset})")
+        self._note(offset, kind, message)
+
+    def _close_segment(self):
+        self._cur = None
+        self._bindings = {}
+
     def _frame(self, fr):
         t = fr.type
         if t in _FILE_SCOPE and fr.stream_id:
@@ -343,7 +369,7 @@ class LogbFile:
             sync = Sync.decode(payload)
         except MalformedPayloadError as exc:
             self._cur = None
-            self._note(fr.offset, "malformed", f"SYNC: {exc}; no segment starts here")
+            self._fail(MalformedPayloadError, fr.offset, "malformed", f"SYNC: {exc}; no segment starts here")
             return
         self._cur = Segment(fr.offset, sync.segment_seq, sync.wall_time_ns, self._end_since_segment)
         self._end_since_segment = False
@@ -353,16 +379,17 @@ class LogbFile:
         try:
             end = End.decode(payload)
         except MalformedPayloadError as exc:
-            self._note(fr.offset, "malformed", f"END: {exc}")
+            self._fail(MalformedPayloadError, fr.offset, "malformed", f"END: {exc}")
             return
         self.ends.append((fr.offset, end))
         self._end_since_segment = True
+        self._close_segment()  # a writer closed here; the next segment must start with SYNC
 
     def _index(self, fr, payload):
         try:
             idx = Index.decode(payload)
         except MalformedPayloadError as exc:
-            self._note(fr.offset, "malformed", f"INDEX: {exc}")
+            self._fail(MalformedPayloadError, fr.offset, "malformed", f"INDEX: {exc}")
             return
         self.indexes.append((fr.offset, idx, len(self.segments) - 1 if self.segments else None))
 
@@ -400,14 +427,19 @@ class LogbFile:
             status, reason = "conflict", "schema conflict: differs from this stream's earlier schema"
         if status != "ok":
             who = f"stream {name!r}" if name is not None else f"stream_id {sid}"
-            self._note(fr.offset, status if status != "rejected" else "invalid-schema", f"{who}: {reason}")
+            if status == "rejected":
+                self._fail(InvalidSchemaError, fr.offset, "invalid-schema", f"{who}: {reason}")
+            else:
+                self._note(fr.offset, status, f"{who}: {reason}")
+        elif len({k for k, _ in schema.meta}) != len(schema.meta):
+            self._note(fr.offset, "duplicate-key", f"stream {name!r}: repeated SCHEMA meta key; the last wins")
         self._bindings[sid] = _Binding(stream, status, reason, payload)
 
     def _meta(self, fr, payload):
         try:
             meta = Meta.decode(payload)
         except MalformedPayloadError as exc:
-            self._note(fr.offset, "malformed", f"META: {exc}")
+            self._fail(MalformedPayloadError, fr.offset, "malformed", f"META: {exc}")
             return
         for key in meta.duplicate_keys():
             self._note(fr.offset, "duplicate-key", f"META key {key!r} repeated; the last value wins")
@@ -416,6 +448,8 @@ class LogbFile:
             b = self._bindings.get(fr.stream_id)
             if b is None or b.stream is None:
                 self._note(fr.offset, "unbound", f"stream META for unbound stream_id {fr.stream_id}; ignored")
+            elif b.status != "ok":
+                self._note(fr.offset, "rejected", f"stream META for a rejected binding of stream_id {fr.stream_id}; ignored")
             else:
                 b.stream.meta.update(d)
             return
@@ -443,19 +477,25 @@ class LogbFile:
         try:
             a = Attach.decode(payload)
         except MalformedPayloadError as exc:
-            self._note(fr.offset, "malformed", f"ATTACH: {exc}")
+            self._fail(MalformedPayloadError, fr.offset, "malformed", f"ATTACH: {exc}")
             return
         problem = None
         if a.codec not in Codec._value2member_map_:
             problem = f"unknown codec {a.codec}; data unavailable"
             self._note(fr.offset, "unsupported-codec", f"attachment {a.name!r}: {problem}")
+        else:
+            try:
+                codecs.decompress(a.stored, a.codec, a.raw_size)
+            except LogbError as exc:
+                self._fail(MalformedPayloadError, fr.offset, "malformed", f"ATTACH {a.name!r}: {exc}")
+                return
         self.attachments.append(Attachment(fr.offset, a.name, a.media_type, a.codec, a.raw_size, a.stored, problem))
 
     def _run(self, fr, payload):
         try:
             run = Run.decode(payload)
         except MalformedPayloadError as exc:
-            self._note(fr.offset, "malformed", f"RUN: {exc}")
+            self._fail(MalformedPayloadError, fr.offset, "malformed", f"RUN: {exc}")
             return
         if len({k for k, _ in run.params}) != len(run.params):
             self._note(fr.offset, "duplicate-key", f"RUN {run.run_id}: repeated parameter key; the last wins")
@@ -482,6 +522,9 @@ class LogbFile:
         stream = b.stream
         reason = _precheck(stream.schema, header, fr.payload_len)
         if reason:
+            if self.strict:
+                raise {"codec": UnsupportedCodecError, "filter": UnsupportedFilterError}.get(
+                    reason.split()[1], MalformedPayloadError)(f"{reason} (offset {fr.offset})")
             stream.reject(fr.offset, header.record_count, reason)
             return
         key = (len(self.segments), fr.stream_id)
@@ -501,12 +544,9 @@ class LogbFile:
             cur = self.sessions[-1] if self.sessions else None
             if cur is None:
                 new = True
-            elif seg.session_id is not None and cur.id is not None:
-                new = seg.session_id != cur.id
-            elif seg.end_before:
-                new = True
             else:
-                new = seg.seq == 0 or seg.seq < prev.seq
+                new = ((seg.session_id is not None and cur.id is not None and seg.session_id != cur.id)
+                       or seg.end_before or seg.seq == 0 or seg.seq < prev.seq)
                 if not new and seg.seq == prev.seq:
                     self._note(seg.offset, "segment-seq", f"segment_seq {seg.seq} repeated")
             if new:
@@ -535,15 +575,14 @@ class LogbFile:
                            f"segment declares time base {seg.time_base!r}, its session {session.time_base!r}; ignored")
         session.meta.update(seg.meta)
         for anchor in seg.anchors:
-            same = [a for a in session.anchors if a.axis_ns == anchor.axis_ns]
-            if same:
-                if same[0].wall_ns != anchor.wall_ns:
-                    self._note(anchor.offset, "anchor", "anchor at an axis time already anchored; the first stands")
+            if any(a.axis_ns == anchor.axis_ns for a in session.anchors):
+                self._note(anchor.offset, "anchor", "anchor at an axis time already anchored; the first stands")
                 continue
             session.anchors.append(anchor)
-        ordered = sorted(session.anchors, key=lambda a: a.axis_ns)
-        for a, b in zip(ordered, ordered[1:]):
-            if b.wall_ns < a.wall_ns and b is anchor:
+            ordered = sorted(session.anchors, key=lambda a: a.axis_ns)
+            i = ordered.index(anchor)
+            if (i and ordered[i - 1].wall_ns > anchor.wall_ns) or (
+                    i + 1 < len(ordered) and ordered[i + 1].wall_ns < anchor.wall_ns):
                 self._note(anchor.offset, "anchor", "anchor wall time goes backwards; used as given")
         for off, run in seg.runs:
             known = session.runs.get(run.run_id)
@@ -561,21 +600,61 @@ class LogbFile:
             if off - end.session_bytes not in sync_offsets:
                 self._note(off, "end", "END session_bytes does not lead to a SYNC frame (session start lost?)")
         self.index_valid = {}
+        for off, idx, seg in self.indexes:
+            problem = self._index_problem(off, idx, seg)
+            self.index_valid[off] = problem is None
+            if problem:
+                self._note(off, "corrupt-index", f"INDEX disagrees with the frames: {problem}; the frames stand")
+
+    def _index_problem(self, off, idx, seg):
+        """Why an INDEX disagrees with the frames it covers (SPEC §9.1), or None."""
+        if seg is None:
+            return "no segment precedes it"
+        session = self.sessions[self.segments[seg].session]
+        start = session.first_offset
+        covered = {}
+        for uuid, entries in idx.streams:
+            stream = self.streams.get(uuid)
+            if stream is None or stream.schema is None:
+                continue  # an unreadable stream's entries mean nothing
+            last = -1
+            for e in entries:
+                target = off - e.back_offset
+                if not start <= target < off or target <= last:
+                    return "an entry points outside its session or out of file order"
+                last = target
+                found = self._data_offsets.get(target)
+                if (found is None or found[0] is not stream or found[1].record_count != e.record_count
+                        or found[1].run_id != e.run_id):
+                    return f"no matching DATA frame at offset {target}"
+                s = stream.schema
+                if (s.axis_mode != AxisMode.explicit or not e.record_count) and \
+                        found[1].axis_base_raw != e.first_axis_raw:
+                    return f"first_axis of the frame at offset {target}"
+                covered[target] = e.first_axis_raw
+        for target, (stream, _h) in self._data_offsets.items():
+            if (start <= target < off and stream is not None and stream.schema is not None
+                    and target not in covered and self.segments[self._segment_at(target)].session == session.index):
+                return f"the DATA frame at offset {target} is missing"
+        self._index_axes.update(covered)
+        return None
+
+    def _index_disagrees(self, data_offset):
         for off, idx, _seg in self.indexes:
-            ok = True
-            for uuid, entries in idx.streams:
-                stream = self.streams.get(uuid)
-                if stream is None or stream.schema is None:
-                    continue  # an unreadable stream's entries mean nothing
-                for e in entries:
-                    target = self._data_offsets.get(off - e.back_offset)
-                    if (target is None or target[0] is not stream
-                            or target[1].record_count != e.record_count or target[1].run_id != e.run_id
-                            or target[1].axis_base_raw != e.first_axis_raw):
-                        ok = False
-            self.index_valid[off] = ok
-            if not ok:
-                self._note(off, "corrupt-index", "INDEX disagrees with the frames it points to; the frames stand")
+            if self.index_valid.get(off):
+                self.index_valid[off] = False
+                self._note(off, "corrupt-index",
+                           f"INDEX first_axis disagrees with the DATA frame at {data_offset}; the frames stand")
+
+    def _segment_at(self, offset):
+        lo, hi = 0, len(self.segments) - 1
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if self.segments[mid].offset <= offset:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
 
 
 def _precheck(schema, header, payload_len):

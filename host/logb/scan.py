@@ -10,13 +10,14 @@ exception. Strict mode raises CorruptFrameError at the first damage instead.
 
 from dataclasses import dataclass, field
 
-from .errors import CorruptFrameError
+from .errors import CorruptFrameError, UnsupportedVersionError
 from .framing import (
     FILE_HEADER_SIZE,
     FRAME_HEADER,
     FRAME_HEADER_SIZE,
     FRAME_OVERHEAD,
     MAGIC,
+    VERSION_MAJOR,
     SYNC_PATTERN,
     decode_file_header,
     frame_crc_ok,
@@ -108,7 +109,7 @@ def check_header(buf, report, recover=False):
     first = find_sync(buf, 0)
     end = size if first is None else first
     if end:
-        report.skipped.append(Skip(0, end, "no valid file header"))
+        report.skipped.append(Skip(0, end, "bad file header"))
     if first is None:
         report.truncated, report.truncated_at = True, 0
     return first
@@ -147,6 +148,12 @@ def iter_frames(buf, report, start, strict=False):
             pos = end
             continue
         if is_file_header(buf, pos):
+            major = int.from_bytes(buf[pos + 8 : pos + 10], "little")
+            if major != VERSION_MAJOR:  # another format generation: nothing after it is ours to read
+                if strict:
+                    raise UnsupportedVersionError(f"embedded file header of major version {major} at {pos}")
+                report.skipped.append(Skip(pos, size, "unsupported version"))
+                return
             _damage(report, pos, pos + FILE_HEADER_SIZE, "embedded file header", strict)
             pos += FILE_HEADER_SIZE
             continue

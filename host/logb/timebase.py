@@ -2,11 +2,13 @@
 with the basis and uncertainty of every answer. Integer arithmetic throughout,
 so every conforming reader gives the same nanosecond."""
 
+import re
 from dataclasses import dataclass
 
 I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
 
 UNIX, ANCHORED, UNDATED = "unix", "anchored", "undated"
+_DECIMAL = re.compile(r"-?[0-9]+")  # META numbers: optional minus, ASCII digits, nothing else
 
 
 def div_round_half_even(num, den):
@@ -57,10 +59,9 @@ def parse_anchor(meta, offset):
         text = meta.get(key)
         if text is None:
             raise ValueError(f"{key} is missing")
-        try:
-            value = int(text.strip(), 10)
-        except ValueError:
-            raise ValueError(f"{key}={text!r} is not a decimal integer") from None
+        if not _DECIMAL.fullmatch(text):
+            raise ValueError(f"{key}={text!r} is not a decimal integer")
+        value = int(text)
         if not I64_MIN <= value <= I64_MAX:
             raise ValueError(f"{key}={text} does not fit i64")
         return value
@@ -69,12 +70,10 @@ def parse_anchor(meta, offset):
     unc, problem = None, None
     text = meta.get("logb.anchor.uncertainty_ns")
     if text is not None:
-        try:
-            unc = int(text.strip(), 10)
-            if not 0 <= unc < (1 << 64):
-                raise ValueError
-        except ValueError:
-            unc, problem = None, f"logb.anchor.uncertainty_ns={text!r} is malformed; treated as unknown"
+        if _DECIMAL.fullmatch(text) and 0 <= int(text) < (1 << 64):
+            unc = int(text)
+        else:
+            problem = f"logb.anchor.uncertainty_ns={text!r} is malformed; treated as unknown"
     return Anchor(axis_ns, wall_ns, meta.get("logb.anchor.source", ""), unc, offset), problem
 
 
@@ -95,7 +94,7 @@ class Clock:
         anchors = self.anchors
         if len(anchors) == 1:
             (only,) = anchors
-            ns, unc, extra = only.wall_ns + (a - only.axis_ns), only.uncertainty_ns, False
+            ns, unc, extra = only.wall_ns + (a - only.axis_ns), only.uncertainty_ns, a != only.axis_ns
         else:
             lo, hi, extra = self._bracket(a)
             if a == lo.axis_ns or a == hi.axis_ns:

@@ -13,7 +13,7 @@ from . import codecs, fields
 from .framing import FRAME_OVERHEAD, encode_file_header, encode_frame
 from .records import Attach, Data, DataHeader, End, Index, IndexEntry, Meta, Run, Sync, pack_axis
 from .schema import Schema
-from .tables import Codec, DataType, Filter, FrameType
+from .tables import AxisMode, Codec, Filter, FrameType
 
 _U32 = struct.Struct("<I")
 
@@ -63,7 +63,15 @@ class StreamWriter:
         payload = Data(header, codecs.compress(region, self.codec)).encode()
         self.writer._before_data()
         pos = self.writer._emit(FrameType.DATA, payload, self.stream_id)
-        self.index.append((pos, base_raw, count, run_id))
+        # INDEX first_axis: the first record's axis value (axis_base when implicit or empty).
+        first = base_raw
+        if count and s.axis_mode == AxisMode.explicit:
+            raw0 = columns[s.fields[s.axis_field].name][0]
+            if s.is_time:
+                first = pack_axis(int(axis_base) + int(raw0) * int(s.axis_scale), True)
+            else:
+                first = pack_axis(float(axis_base) + float(raw0) * float(s.axis_scale), False)
+        self.index.append((pos, first, count, run_id))
 
 
 class Writer:
