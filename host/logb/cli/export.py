@@ -79,6 +79,9 @@ def _parquet(path, names, data, meta):
             arr = pa.array([bytes(r) for r in col], pa.binary(col.shape[1]))
         elif col.dtype == object:
             arr = pa.array(list(col))
+        elif np.iscomplexobj(col):  # Arrow has no complex type: [re, im] pairs
+            parts = np.column_stack([col.real, col.imag]).astype(np.float64).ravel()
+            arr = pa.FixedSizeListArray.from_arrays(pa.array(parts), 2)
         elif col.dtype == np.float16:
             arr = pa.array(col.astype(np.float32))
         else:
