@@ -16,16 +16,21 @@ def physical(conversion, raw):
     if t == C.identity:
         return raw
     if np.iscomplexobj(raw):
-        re = _numeric(conversion, raw.real.astype(np.float64))
-        im = _numeric(conversion, raw.imag.astype(np.float64))
-        return re + 1j * im
+        # Assemble f(re) + i·f(im) part by part: `re + 1j * im` would compute
+        # 0·f(im) for the real part and turn a finite f(re) into NaN whenever
+        # f(im) is infinite or NaN.
+        out = np.empty(raw.shape, np.complex128)
+        out.real = _numeric(conversion, raw.real.astype(np.float64))
+        out.imag = _numeric(conversion, raw.imag.astype(np.float64))
+        return out
     x = raw.astype(np.float64)  # integers beyond 2**53 round to nearest, ties to even
     if t in (C.linear, C.rational, C.table_interp):
         return _numeric(conversion, x)
     if t == C.table:
         keys, values = _first_wins(conversion.entries)
         pos, hit = _lookup(keys, x)
-        return np.ma.masked_array(np.where(hit, values[pos], np.nan), mask=~hit)
+        found = values[pos] if len(values) else np.full(len(x), np.nan)  # an empty table: all missing
+        return np.ma.masked_array(np.where(hit, found, np.nan), mask=~hit)
     if t == C.value_to_text:
         keys, texts = _first_wins(conversion.entries)
         pos, hit = _lookup(keys, x)

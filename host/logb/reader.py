@@ -255,9 +255,9 @@ def _concat(chunks, f):
 class LogbFile:
     """A scanned Logb input. `strict` raises at the first damage; `recover`
     accepts an input whose file header is missing or damaged by resyncing at
-    its first SYNC frame."""
+    its first SYNC frame. `progress(offset)` is called after each frame."""
 
-    def __init__(self, src, strict=False, recover=False):
+    def __init__(self, src, strict=False, recover=False, progress=None):
         self.source = open_source(src)
         self.buf = self.source.buf
         self.report = Report(size=len(self.buf))
@@ -283,6 +283,8 @@ class LogbFile:
                     damage = len(self.report.skipped)
                     self._close_segment()
                 self._frame(fr)
+                if progress is not None:
+                    progress(fr.end)
         self._resolve_sessions()
         self._check_index_and_end()
 

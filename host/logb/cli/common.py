@@ -3,6 +3,7 @@ JSON value conversion, and a progress bar on stderr."""
 
 import json
 import math
+import os
 import sys
 import time
 
@@ -23,6 +24,11 @@ class CliError(Exception):
 
 def open_logb(path, **kwargs):
     try:
+        if path != "-" and sys.stderr.isatty():
+            bar = Progress(os.path.getsize(path), "scan")
+            f = LogbFile(path, progress=lambda off: bar.advance(off - bar.done), **kwargs)
+            bar.close()
+            return f
         return LogbFile(sys.stdin.buffer if path == "-" else path, **kwargs)
     except NotLogbError as exc:
         raise CliError(f"{path}: {exc}", EXIT_NOT_LOGB) from None
