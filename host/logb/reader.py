@@ -28,6 +28,9 @@ from .tables import AxisMode, Codec, DataType, Filter, FrameType, TIME_BASES
 from .timebase import Clock, parse_anchor, ticks_to_ns
 from . import codecs
 
+# Zero-byte records are free to store but not to decode (8 bytes of axis each).
+ZERO_SIZE_RECORD_LIMIT = 1 << 20
+
 _FILE_SCOPE = {FrameType.SYNC, FrameType.ATTACH, FrameType.RUN, FrameType.INDEX, FrameType.END}
 
 
@@ -669,6 +672,8 @@ def _precheck(schema, header, payload_len):
     minimum = n * size + 4 * n * len(schema.variable_fields)
     if header.raw_size < minimum or (not schema.variable_fields and header.raw_size != minimum):
         return f"raw_size {header.raw_size} does not fit {n} records of {size} bytes"
+    if not size and not schema.variable_fields and n > ZERO_SIZE_RECORD_LIMIT:
+        return f"{n} zero-size records beyond the reader limit of {ZERO_SIZE_RECORD_LIMIT}"
     if header.codec == Codec.none and header.raw_size != payload_len - 28:
         return f"raw_size {header.raw_size} but {payload_len - 28} bytes stored"
     return None

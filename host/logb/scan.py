@@ -26,6 +26,9 @@ from .framing import (
 from .tables import FrameType
 
 SYNC_PAYLOAD_MIN = 32
+# Resync only believes SYNC frames of plausible size, so hostile input full of
+# sync patterns with huge lengths cannot make every candidate a full-file CRC.
+SYNC_PAYLOAD_MAX = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -126,7 +129,7 @@ def find_sync(buf, start):
         c = i - FRAME_HEADER_SIZE
         if c > start or (c == start and start == 0):
             plen, ftype, _flags, _sid = FRAME_HEADER.unpack_from(buf, c)
-            if (ftype == FrameType.SYNC and plen >= SYNC_PAYLOAD_MIN
+            if (ftype == FrameType.SYNC and SYNC_PAYLOAD_MIN <= plen <= SYNC_PAYLOAD_MAX
                     and c + FRAME_OVERHEAD + plen <= size and frame_crc_ok(buf, c, plen)):
                 return c
         i += 1
