@@ -163,12 +163,17 @@ def pack(records, field, values):
     dt, off, w = field.data_type, field.bit_offset, field.bit_width
     big = field.byte_order == ByteOrder.big
     if dt in (DataType.bytes, DataType.string):
-        n = w // 8
-        for i, value in enumerate(values):
-            data = value.encode("utf-8") if isinstance(value, str) else bytes(value)
-            if len(data) != n:
-                raise ValueError(f"field {field.name!r} holds {n} bytes, got {len(data)}")
-            records[i, off // 8 : off // 8 + n] = np.frombuffer(data, np.uint8)
+        n, start = w // 8, off // 8
+        if isinstance(values, np.ndarray) and values.dtype == np.uint8 and values.ndim == 2:
+            if values.shape[1] != n:
+                raise ValueError(f"field {field.name!r} holds {n} bytes, got rows of {values.shape[1]}")
+            records[:, start : start + n] = values
+            return
+        chunks = [v.encode("utf-8") if isinstance(v, str) else bytes(v) for v in values]
+        if any(len(c) != n for c in chunks):
+            raise ValueError(f"field {field.name!r} holds exactly {n} bytes per record")
+        if chunks:
+            records[:, start : start + n] = np.frombuffer(b"".join(chunks), np.uint8).reshape(-1, n)
         return
     if dt == DataType.complex:
         half = w // 2
