@@ -172,7 +172,7 @@ def pack(records, field, values):
         chunks = [v.encode("utf-8") if isinstance(v, str) else bytes(v) for v in values]
         if any(len(c) != n for c in chunks):
             raise ValueError(f"field {field.name!r} holds exactly {n} bytes per record")
-        if chunks:
+        if chunks and n:
             records[:, start : start + n] = np.frombuffer(b"".join(chunks), np.uint8).reshape(-1, n)
         return
     if dt == DataType.complex:
