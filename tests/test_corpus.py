@@ -28,24 +28,9 @@ GENERATOR = ROOT / "tools" / "make_corpus.py"
 
 NAMES = sorted(p.name[: -len(".expect.json")] for p in CORPUS.glob("*.expect.json"))
 
-# (aspect, fixture) -> the disagreement between the reader and SPEC.md / the CLI contract.
-_DUMP_EXIT = ("`logb dump` exits 0 on damaged/truncated input or rejected records; README "
-              "'Exit status, for every command' and the `logb --help` epilog say 1")
-XFAIL = {
-    ("info", "session_id_previous_segment"): (
-        "SPEC §3.3 (a) compares logb.session with the previous segment ('both segments carry'); the reader "
-        "compares with the session's id, so X / (no id) / Y gives 2 sessions instead of 1"),
-    ("info", "session_facts_before_data"): (
-        "SPEC §3.3: session facts are the META keys before the segment's first DATA frame; the reader also "
-        "takes a logb.session written after the DATA and splits the session (2 sessions instead of 1)"),
-    ("info_exit", "malformed_frames"): (
-        "SPEC §10.5 counts malformed payloads (SYNC, META, ...) as damage, and README exit status 1 means "
-        "damaged; `logb info` exits 0 because only skipped ranges, truncation and rejected records count"),
-}
-for _name in NAMES:
-    _e = json.loads((CORPUS / f"{_name}.expect.json").read_text(encoding="utf-8"))
-    if _e["exit"] == 1:
-        XFAIL.setdefault(("dump_exit", _name), _DUMP_EXIT)
+# (aspect, fixture) -> a known disagreement between the reader and SPEC.md; empty
+# while the reader conforms (a strict xfail turns a fix into a failure to remove it).
+XFAIL = {}
 
 
 def _params(aspect):

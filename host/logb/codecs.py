@@ -17,6 +17,8 @@ _CHUNK = 1 << 20
 # An LZ4 block cannot expand by more than 255x plus a small constant; a
 # raw_size beyond that is a lie that would make lz4.block allocate it.
 _LZ4_MAX_RATIO = 256
+# DEFLATE's maximum expansion is 1032:1 (258-byte matches at ~2 bits each).
+_DEFLATE_MAX_RATIO = 1032
 
 
 def _zstd():
@@ -60,6 +62,9 @@ def decompress(stored, codec, raw_size):
 
 
 def _deflate_decode(stored, raw_size):
+    if raw_size > _DEFLATE_MAX_RATIO * len(stored) + 64:
+        # Also keeps raw_size + 1 a valid max_length (a C ssize_t) below.
+        raise InvalidDataError(f"raw_size {raw_size} is more than a DEFLATE stream of {len(stored)} bytes can hold")
     d = zlib.decompressobj(-15)
     try:
         out = d.decompress(stored, raw_size + 1)

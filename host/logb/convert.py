@@ -56,12 +56,29 @@ def _numeric(conversion, x):
             p1, p2, p3, p4, p5, p6 = conversion.coeffs
             return (p1 * x * x + p2 * x + p3) / (p4 * x * x + p5 * x + p6)
         if t == C.table_interp:
-            keys = np.array([k for k, _ in conversion.entries])
-            vals = np.array([v for _, v in conversion.entries])
-            out = np.interp(x, keys, vals)
-            out[np.isnan(x)] = np.nan
-            return out
+            return _interp(conversion.entries, x)
     raise ValueError(f"conversion {t} is not numeric")
+
+
+def _interp(entries, x):
+    """SPEC §7.3: a key's own value on a key; inside, as written,
+    v_j + ((x - k_j) * (v_j+1 - v_j)) / (k_j+1 - k_j) (np.interp computes the
+    slope first and rounds differently); clamped outside; NaN stays NaN."""
+    keys = np.array([k for k, _ in entries], np.float64)
+    vals = np.array([v for _, v in entries], np.float64)
+    n = len(keys)
+    j = np.clip(np.searchsorted(keys, x, side="right") - 1, 0, max(n - 2, 0))
+    if n > 1:
+        k0, k1, v0, v1 = keys[j], keys[j + 1], vals[j], vals[j + 1]
+        out = v0 + ((x - k0) * (v1 - v0)) / (k1 - k0)
+    else:
+        out = np.full(len(x), vals[0])
+    out = np.where(x <= keys[0], vals[0], out)
+    out = np.where(x >= keys[-1], vals[-1], out)
+    hit = np.clip(np.searchsorted(keys, x), 0, n - 1)
+    out = np.where(keys[hit] == x, vals[hit], out)
+    out[np.isnan(x)] = np.nan
+    return out
 
 
 def _first_wins(entries):

@@ -61,6 +61,7 @@ class Segment:
     anchors: list = field(default_factory=list)
     runs: list = field(default_factory=list)
     session: int = -1
+    data_seen: bool = False  # session facts are the META keys before the first DATA
 
 
 @dataclass
@@ -194,6 +195,9 @@ class Stream:
     def columns(self, fields=None, window=None):
         """Decode to numpy columns. `window=(lo, hi)` in axis units (ticks for
         time axes) reads only frames that can overlap it."""
+        if self.schema is None:
+            raise InvalidSchemaError(
+                f"stream {self.name!r} has no valid schema; its {self.rejected} records cannot be decoded")
         parts = list(self.batches(window, fields))
         return Columns(self, parts)
 
@@ -249,10 +253,21 @@ class Columns:
 
 def _concat(chunks, f):
     if not chunks:
-        if f.data_type == DataType.bytes and not f.variable:
-            return np.zeros((0, f.bit_width // 8), np.uint8)
-        return np.zeros(0, object if f.data_type in (DataType.bytes, DataType.string) else np.float64)
+        return _empty_column(f)
     return np.concatenate(chunks)
+
+
+def _empty_column(f):
+    """A zero-length raw column with the dtype fields.extract gives that field."""
+    dt, w = f.data_type, f.bit_width
+    if f.variable or dt == DataType.string:
+        return np.zeros(0, object)
+    if dt == DataType.bytes:
+        return np.zeros((0, w // 8), np.uint8)
+    dtype = {DataType.uint: np.uint64, DataType.sint: np.int64, DataType.bool: bool,
+             DataType.float: {16: np.float16, 32: np.float32}.get(w, np.float64),
+             DataType.complex: np.complex64 if w == 64 else np.complex128}[dt]
+    return np.zeros(0, dtype)
 
 
 class LogbFile:
@@ -459,6 +474,10 @@ class LogbFile:
                 b.stream.meta.update(d)
             return
         seg = self._cur
+        if seg.data_seen and ("logb.session" in d or "logb.time_base" in d):
+            self._note(fr.offset, "late-session-fact",
+                       "logb.session/logb.time_base after the segment's first DATA frame; ignored")
+            d = {k: v for k, v in d.items() if k not in ("logb.session", "logb.time_base")}
         if "logb.session" in d and seg.session_id is None:
             seg.session_id = d["logb.session"]
         if "logb.time_base" in d:
@@ -508,6 +527,7 @@ class LogbFile:
 
     def _data(self, fr, payload):
         b = self._bindings.get(fr.stream_id)
+        self._cur.data_seen = True
         if b is None:
             self._note(fr.offset, "unbound", f"DATA for stream_id {fr.stream_id}, which no SCHEMA in this segment binds")
             return
@@ -550,7 +570,8 @@ class LogbFile:
             if cur is None:
                 new = True
             else:
-                new = ((seg.session_id is not None and cur.id is not None and seg.session_id != cur.id)
+                new = ((seg.session_id is not None and prev.session_id is not None
+                        and seg.session_id != prev.session_id)
                        or seg.end_before or seg.seq == 0 or seg.seq < prev.seq)
                 if not new and seg.seq == prev.seq:
                     self._note(seg.offset, "segment-seq", f"segment_seq {seg.seq} repeated")

@@ -10,7 +10,7 @@ exception. Strict mode raises CorruptFrameError at the first damage instead.
 
 from dataclasses import dataclass, field
 
-from .errors import CorruptFrameError, UnsupportedVersionError
+from .errors import CorruptFrameError, NotLogbError, UnsupportedVersionError
 from .framing import (
     FILE_HEADER_SIZE,
     FRAME_HEADER,
@@ -98,15 +98,16 @@ def check_header(buf, report, recover=False):
     UnsupportedVersionError unless `recover` asks to resync instead."""
     size = len(buf)
     if size < FILE_HEADER_SIZE and bytes(buf[: min(size, 8)]) == MAGIC[: min(size, 8)]:
-        # A cut inside the header: an empty file that lost its tail.
+        # A cut inside the header: an empty file that lost its tail. Zero
+        # bytes is such a cut too (power lost before the header was written).
         if size:
             report.skipped.append(Skip(0, size, "truncated"))
-            report.truncated, report.truncated_at = True, 0
+        report.truncated, report.truncated_at = True, 0
         return None
     try:
         report.header = decode_file_header(buf[:FILE_HEADER_SIZE])
         return FILE_HEADER_SIZE
-    except Exception:
+    except NotLogbError:  # an unknown major version stays an error in every mode (SPEC §2.4)
         if not recover:
             raise
     first = find_sync(buf, 0)
@@ -115,6 +116,8 @@ def check_header(buf, report, recover=False):
         report.skipped.append(Skip(0, end, "bad file header"))
     if first is None:
         report.truncated, report.truncated_at = True, 0
+    else:
+        report.note(first, "resync", f"resynchronised at the SYNC frame at offset {first}")
     return first
 
 

@@ -10,6 +10,8 @@ import uuid as uuidlib
 import numpy as np
 
 from . import codecs, fields
+from .batch import _check_range as check_range, axis_column
+from .errors import InvalidDataError
 from .framing import FRAME_OVERHEAD, encode_file_header, encode_frame
 from .records import Attach, Data, DataHeader, End, Index, IndexEntry, Meta, Run, Sync, pack_axis
 from .schema import Schema
@@ -55,22 +57,27 @@ class StreamWriter:
         s = self.schema
         count = len(next(iter(columns.values()))) if columns else 0
         fixed, tail = encode_records(s, columns, count)
+        base_raw = pack_axis(axis_base, s.is_time)
+        header = DataHeader(base_raw, count, run_id, self.codec, self.filter, len(fixed) + len(tail))
+        # INDEX first_axis: the first record's axis value (axis_base when implicit or empty).
+        # Computed, like the time axis range check, before anything is written:
+        # a frame whose time axis overflows i64 is invalid (SPEC §5.1), so it is
+        # refused here rather than emitted for every reader to reject.
+        first = base_raw
+        try:
+            if count and s.axis_mode == AxisMode.explicit:
+                rows = np.frombuffer(fixed, np.uint8, count * s.record_size).reshape(count, s.record_size)
+                first = pack_axis(axis_column(s, header, rows)[0].item(), s.is_time)
+            elif count and s.is_time:
+                check_range(int(axis_base) + (count - 1) * int(s.axis_step))
+        except InvalidDataError as exc:
+            raise ValueError(f"stream {s.name!r}: {exc}") from None
         if self.filter == Filter.transpose:
             fixed = codecs.transpose(fixed, count, s.record_size)
         region = fixed + tail
-        base_raw = pack_axis(axis_base, s.is_time)
-        header = DataHeader(base_raw, count, run_id, self.codec, self.filter, len(region))
         payload = Data(header, codecs.compress(region, self.codec)).encode()
         self.writer._before_data()
         pos = self.writer._emit(FrameType.DATA, payload, self.stream_id)
-        # INDEX first_axis: the first record's axis value (axis_base when implicit or empty).
-        first = base_raw
-        if count and s.axis_mode == AxisMode.explicit:
-            raw0 = columns[s.fields[s.axis_field].name][0]
-            if s.is_time:
-                first = pack_axis(int(axis_base) + int(raw0) * int(s.axis_scale), True)
-            else:
-                first = pack_axis(float(axis_base) + float(raw0) * float(s.axis_scale), False)
         self.index.append((pos, first, count, run_id))
 
 

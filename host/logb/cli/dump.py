@@ -3,7 +3,8 @@
 from ..records import RECORD_TYPES
 from ..scan import Report, check_header, iter_frames
 from ..tables import FrameType
-from .common import EXIT_OK, column_values, dumps, open_logb
+from .common import EXIT_DAMAGED, EXIT_OK, column_values, dumps, open_logb
+from .info import intact
 
 HELP = "print frames or records (human-readable, or JSON Lines with --json)"
 DESCRIPTION = """\
@@ -17,7 +18,8 @@ Print what a file contains, in file order.
       missing values null.
   --frames             one line per CRC-valid frame (offset, type, stream_id, length).
 
---stream NAME|UUID limits the output to one stream."""
+--stream NAME|UUID limits the output to one stream. The exit status is that
+of `logb verify` (0 intact, 1 damaged/truncated/rejected), after the output."""
 
 
 def add_arguments(p):
@@ -35,7 +37,9 @@ def run(args, out):
             _frames(f, args, out)
         else:
             _records(f, args, out)
-    return EXIT_OK
+        if args.frames or args.stream:  # records mode already decoded every frame
+            f.validate()
+        return EXIT_OK if intact(f) else EXIT_DAMAGED
 
 
 def _frames(f, args, out):

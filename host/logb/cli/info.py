@@ -86,7 +86,9 @@ def summary(f):
 
 
 def intact(f):
-    return f.report.clean and not any(s.rejected for s in f.streams.values())
+    """No damage, no truncation, no rejected records, no malformed frames."""
+    return (f.report.clean and not any(s.rejected for s in f.streams.values())
+            and not any(n.kind == "malformed" for n in f.report.notes))
 
 
 def _human(info, out):
