@@ -61,7 +61,7 @@ class StreamWriter:
         header = DataHeader(base_raw, count, run_id, self.codec, self.filter, len(fixed) + len(tail))
         # INDEX first_axis: the first record's axis value (axis_base when implicit or empty).
         # Computed, like the time axis range check, before anything is written:
-        # a frame whose time axis overflows i64 is invalid (SPEC §5.1), so it is
+        # a frame whose time axis overflows i64 is invalid (SPEC §5.2), so it is
         # refused here rather than emitted for every reader to reject.
         first = base_raw
         try:
