@@ -266,3 +266,10 @@ def test_malformed_anchor_ignored_and_reported():
     f = logb.LogbFile(buf.getvalue())
     assert [(x.axis_ns, x.wall_ns, x.uncertainty_ns) for x in f.sessions[0].anchors] == [(2, 7, None)]
     assert sum(n.kind == "malformed-anchor" for n in f.report.notes) == 3
+
+
+def test_clock_keeps_the_first_of_equal_anchors():
+    from logb.timebase import Anchor, Clock
+
+    clock = Clock("monotonic", [Anchor(0, 100), Anchor(0, 999), Anchor(10, 110)])
+    assert clock.wall(20, -9).ns == 120 and clock.wall(-5, -9).ns == 95

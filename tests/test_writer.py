@@ -109,3 +109,13 @@ def test_attach_anchor_and_stream_meta_round_trip():
     assert f.stream("v").meta == {"logb.lost.controller": "2", "logb.lost.buffer": "0"}
     wall = f.stream("v").columns().wall(0)
     assert (wall.ns, wall.basis, wall.uncertainty_ns) == (1_700_000_000_000_000_000, "anchored", 2_000_000)
+
+
+def test_stream_without_fields_records_only_its_axis():
+    empty = Schema(uuid=b"\x08" * 16, name="ticks", record_bits=0, axis_kind=AxisKind.time,
+                   axis_mode=AxisMode.implicit, axis_exp=0, axis_step=2)
+    bio = io.BytesIO()
+    with logb.Writer(bio) as w:
+        w.add_stream(empty).write_batch({}, axis_base=10, count=3)
+    cols = logb.LogbFile(bio.getvalue()).stream("ticks").columns()
+    assert cols.axis.tolist() == [10, 12, 14] and cols.raw == {}

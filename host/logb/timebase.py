@@ -82,7 +82,10 @@ class Clock:
 
     def __init__(self, time_base, anchors):
         self.time_base = time_base
-        self.anchors = sorted(anchors, key=lambda a: a.axis_ns)
+        first = {}
+        for a in anchors:  # equal axis_ns: the first stands (SPEC §5.5)
+            first.setdefault(a.axis_ns, a)
+        self.anchors = sorted(first.values(), key=lambda a: a.axis_ns)
 
     def wall(self, ticks, axis_exp):
         if self.time_base == "unix":

@@ -52,10 +52,13 @@ class StreamWriter:
         self.filter = Filter.transpose if transpose else Filter.none
         self.index = []  # (absolute position, first_axis_raw, record_count, run_id)
 
-    def write_batch(self, columns, axis_base=0, run_id=0):
-        """Write one DATA frame of raw values (one array-like per field)."""
+    def write_batch(self, columns, axis_base=0, run_id=0, count=None):
+        """Write one DATA frame of raw values (one array-like per field).
+        `count` is needed only for a stream without fields (records of nothing
+        but their axis)."""
         s = self.schema
-        count = len(next(iter(columns.values()))) if columns else 0
+        if count is None:
+            count = len(next(iter(columns.values()))) if columns else 0
         fixed, tail = encode_records(s, columns, count)
         base_raw = pack_axis(axis_base, s.is_time)
         header = DataHeader(base_raw, count, run_id, self.codec, self.filter, len(fixed) + len(tail))
