@@ -1,0 +1,65 @@
+"""The CAN stream conventions (docs/SPEC.md, "CAN conventions").
+
+Raw bus stream, one per bus — one fixed-size record per frame so batches stay
+seekable and transposable:
+
+    bits  0..31   t        uint32, explicit time axis: ticks since the DATA frame's axis_base
+    bits 32..60   id       uint29, the identifier (11-bit ids are stored as is)
+    bits 64..71   flags    uint8, FLAG_* below; each also readable as a bool field
+    bits 72..79   dlc      uint8, the DLC code as on the wire (FD: 9..15 mean 12..64 bytes)
+    bits 80..     data     fixed bytes: 8 (classic) or 64 (CAN FD), zero-padded
+
+Per-message stream, one per DBC message: `t` as above, then the payload bytes
+at bit 32, then one field per signal at bit 32 + its position in the payload
+(the payload starts on a byte boundary, so both byte orders shift alike).
+"""
+
+from ..schema import Field, Schema
+from ..tables import AxisKind, AxisMode, DataType
+
+FLAG_EXTENDED = 1 << 0
+FLAG_REMOTE = 1 << 1
+FLAG_ERROR = 1 << 2
+FLAG_FD = 1 << 3
+FLAG_BRS = 1 << 4
+FLAG_ESI = 1 << 5
+FLAG_TX = 1 << 6  # direction: transmitted by the logger, not received
+
+FLAG_NAMES = ("extended", "remote", "error", "fd", "brs", "esi", "tx")
+
+T_BIT, ID_BIT, FLAGS_BIT, DLC_BIT, DATA_BIT = 0, 32, 64, 72, 80
+PAYLOAD_BIT = 32  # per-message streams: payload right after the timestamp
+CLASSIC_PAYLOAD, FD_PAYLOAD = 8, 64
+
+
+def _time_axis(axis_exp):
+    return dict(axis_kind=AxisKind.time, axis_mode=AxisMode.explicit, axis_exp=axis_exp,
+                axis_unit="s", axis_step=0, axis_scale=1, axis_field=0)
+
+
+def raw_bus_schema(uuid, name="can0", fd=False, axis_exp=-6, meta=()):
+    """Schema of a raw bus stream (classic: 18-byte records, FD: 74-byte)."""
+    payload = FD_PAYLOAD if fd else CLASSIC_PAYLOAD
+    fields = [
+        Field("t", T_BIT, 32, DataType.uint, description="ticks since the frame's axis_base"),
+        Field("id", ID_BIT, 29, DataType.uint, description="CAN identifier"),
+        Field("flags", FLAGS_BIT, 8, DataType.uint, description="bit0 extended, 1 remote, 2 error, "
+              "3 FD, 4 BRS, 5 ESI, 6 tx"),
+    ]
+    fields += [Field(n, FLAGS_BIT + i, 1, DataType.bool) for i, n in enumerate(FLAG_NAMES)]
+    fields += [
+        Field("dlc", DLC_BIT, 8, DataType.uint, description="DLC code as on the wire"),
+        Field("data", DATA_BIT, 8 * payload, DataType.bytes, description="payload, zero-padded"),
+    ]
+    return Schema(uuid=uuid, name=name, record_bits=DATA_BIT + 8 * payload, fields=tuple(fields),
+                  meta=(("logb.can.layout", "raw-fd" if fd else "raw"),) + tuple(meta), **_time_axis(axis_exp))
+
+
+def message_schema(uuid, name, payload_len, signal_fields=(), axis_exp=-6, meta=()):
+    """Schema of a per-message stream; signal fields must already be offset by PAYLOAD_BIT."""
+    fields = (
+        Field("t", T_BIT, 32, DataType.uint, description="ticks since the frame's axis_base"),
+        Field("data", PAYLOAD_BIT, 8 * payload_len, DataType.bytes, description="payload"),
+    ) + tuple(signal_fields)
+    return Schema(uuid=uuid, name=name, record_bits=PAYLOAD_BIT + 8 * payload_len, fields=fields,
+                  meta=(("logb.can.layout", "message"),) + tuple(meta), **_time_axis(axis_exp))
