@@ -4,22 +4,9 @@ hostile writer would make it."""
 
 import struct
 
-import crcmod
-
-crc32c = crcmod.mkCrcFun(0x11EDC6F41, rev=True, initCrc=0, xorOut=0xFFFFFFFF)
-
-MAGIC = b"\x89LOGB\r\n\x1a"
-SYNC_PATTERN = bytes.fromhex("4C4F474253594E43A73E91D25C680BF4")
-
-
-def header(major=0, minor=1):
-    head = MAGIC + struct.pack("<HH", major, minor)
-    return head + struct.pack("<I", crc32c(head))
-
-
-def frame(ftype, payload, stream_id=0, flags=0):
-    head = struct.pack("<IBBH", len(payload), ftype, flags, stream_id)
-    return head + payload + struct.pack("<I", crc32c(head + payload))
+from handmade import MAGIC, frame, header  # noqa: F401 - re-exported for the recovery tests
+from handmade import PATTERN as SYNC_PATTERN
+from handmade import _crc as crc32c
 
 
 def walk(data, start=16):
