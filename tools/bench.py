@@ -375,6 +375,10 @@ def main(argv=None):
     elapsed = time.perf_counter() - started
     md = render(args, n, runs, meta, variants, write_stats, cases, dec, decoded_bytes, ver, crc, rss,
                 (big_z, big_n), sizes, elapsed)
+    from bench_formats import section as formats_section  # CAN bytes per frame (tools/bench_formats.py)
+    md += "\n" + formats_section(d, ROOT.parent / "shared" / "data" / "traces")
+    import bench_can  # CAN signals to physical columns (tools/bench_can.py)
+    md += "\n" + bench_can.section(bench_can.run(d, runs))
     args.output.write_text(md)
     log(f"wrote {args.output} in {elapsed:.0f} s")
     for p in (big_z, big_n):

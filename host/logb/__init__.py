@@ -18,7 +18,7 @@ from .tables import AxisKind, AxisMode, ByteOrder, Codec, ConversionType, DataTy
 from .writer import Writer, stream_uuid
 
 __version__ = "0.1.0"
-backend = "python"
+from ._backend import current as backend  # "c" or "python" (see logb._backend)
 
 __all__ = [
     "AxisKind", "AxisMode", "ByteOrder", "Codec", "Conversion", "ConversionType", "CorruptFrameError",

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import codecs, fields
+from . import _backend, codecs, fields
 from .errors import InvalidDataError
 from .tables import AxisMode, DataType, Filter
 
@@ -25,6 +25,15 @@ class Batch:
 
 def records_region(schema, header, stored):
     """Decoded records region (fixed portions untransposed, then tails)."""
+    return _region(schema, header, stored, planar_ok=False)[0]
+
+
+def _region(schema, header, stored, planar_ok=True):
+    """(decoded records region, its fixed records as an (N, S) uint8 array).
+
+    With the C backend a transposed frame is not untransposed: the fixed
+    records are the strided view `.T` of its S rows of N bytes, which the C
+    field kernels read directly (the tails follow the fixed region either way)."""
     codecs.check_filter(header.filter)
     n, size = header.record_count, schema.record_size
     fixed_bytes = n * size
@@ -34,26 +43,73 @@ def records_region(schema, header, stored):
             f"raw_size {header.raw_size} does not fit {n} records of {size} bytes")
     data = codecs.decompress(stored, header.codec, header.raw_size)
     if header.filter == Filter.transpose:
+        if planar_ok and _backend.active is not None:
+            return data, np.frombuffer(data, np.uint8, fixed_bytes).reshape(size, n).T
         data = codecs.untranspose(data[:fixed_bytes], n, size) + bytes(data[fixed_bytes:])
-    return data
+    return data, np.frombuffer(data, np.uint8, fixed_bytes).reshape(n, size)
 
 
-def decode_batch(schema, header, stored, only=None):
-    """Decode a DATA frame. `only` limits which raw columns are extracted."""
-    data = records_region(schema, header, stored)
+def decode_batch(schema, header, stored, only=None, out=None):
+    """Decode a DATA frame. `only` limits which raw columns are extracted.
+
+    `out`, if given, is ({name: array}, axis array): slices of preallocated
+    columns (dtype and shape as extract gives them) that receive this frame's
+    values in place of new arrays; the Batch then holds those slices."""
+    data, fixed = _region(schema, header, stored)
     n, size = header.record_count, schema.record_size
-    fixed = np.frombuffer(data, np.uint8, n * size).reshape(n, size)
     tails = _walk_tails(schema, data, n * size, n) if schema.variable_fields else {}
     raw = {}
+    dest = out[0] if out is not None else {}
     for f in schema.fields:
         if only is not None and f.name not in only:
             continue
-        raw[f.name] = tails[f.name] if f.variable else fields.extract(fixed, f)
-    return Batch(n, header.run_id, raw, axis_column(schema, header, fixed))
+        if f.variable:
+            col = tails[f.name]
+            if f.name in dest:
+                dest[f.name][...] = col
+                col = dest[f.name]
+            raw[f.name] = col
+        else:
+            raw[f.name] = fields.extract(fixed, f, dest.get(f.name))
+    axis_field = schema.fields[schema.axis_field] if schema.axis_mode == AxisMode.explicit else None
+    known = raw.get(axis_field.name) if axis_field is not None and not axis_field.variable else None
+    axis = axis_column(schema, header, fixed, out=out[1] if out is not None else None, axis_raw=known)
+    return Batch(n, header.run_id, raw, axis)
 
 
 def _walk_tails(schema, data, pos, n):
     var = schema.variable_fields
+    k = _backend.active
+    if k is not None:
+        chunks = _walk_tails_c(k, var, data, pos, n)
+    else:
+        chunks = _walk_tails_py(var, data, pos, n)
+    out = {}
+    for f in var:
+        if f.data_type == DataType.string:
+            out[f.name] = fields.decode_strings(chunks[f.name])
+        else:
+            col = np.empty(n, object)
+            col[:] = chunks[f.name]
+            out[f.name] = col
+    return out
+
+
+def _walk_tails_c(k, var, data, pos, n):
+    v = len(var)
+    rc, reached, offs, lens = k.walk_tails(data, pos, n, v)
+    if rc == 1:
+        raise InvalidDataError("tail region ends inside a length prefix")
+    if rc == 2:
+        raise InvalidDataError("tail runs past raw_size")
+    if rc == 3:
+        raise InvalidDataError(f"{len(data) - reached} bytes left over after the tails")
+    raw = data if isinstance(data, bytes) else bytes(data)
+    starts, ends = offs.tolist(), (offs + lens).tolist()
+    return {f.name: [raw[s:e] for s, e in zip(starts[j::v], ends[j::v])] for j, f in enumerate(var)}
+
+
+def _walk_tails_py(var, data, pos, n):
     chunks = {f.name: [] for f in var}
     end = len(data)
     mv = memoryview(data)
@@ -69,42 +125,47 @@ def _walk_tails(schema, data, pos, n):
             pos += length
     if pos != end:
         raise InvalidDataError(f"{end - pos} bytes left over after the tails")
-    out = {}
-    for f in var:
-        if f.data_type == DataType.string:
-            out[f.name] = fields.decode_strings(chunks[f.name])
-        else:
-            col = np.empty(n, object)
-            col[:] = chunks[f.name]
-            out[f.name] = col
-    return out
+    return chunks
 
 
-def axis_column(schema, header, fixed):
-    """The axis values of a frame's records: int64 ticks for time, float64 otherwise."""
+def axis_column(schema, header, fixed, out=None, axis_raw=None):
+    """The axis values of a frame's records: int64 ticks for time, float64 otherwise.
+
+    `out` receives them (an int64 / float64 array of N); `axis_raw` is the
+    axis field's raw column when the caller already extracted it."""
     n = header.record_count
     base = header.axis_base(schema.is_time)
     mode = schema.axis_mode
     if schema.is_time:
+        if out is None:
+            out = np.empty(n, np.int64)
+        u = out.view(np.uint64)
         if mode == AxisMode.implicit:
             step = schema.axis_step
             _check_range(base, base + (n - 1) * step if n else base)
-            idx = np.arange(n, dtype=np.uint64)
-            return (idx * np.uint64(step % (1 << 64)) + np.uint64(base % (1 << 64))).view(np.int64)
-        raw = fields.extract(fixed, schema.fields[schema.axis_field])
+            np.multiply(np.arange(n, dtype=np.uint64), np.uint64(step % (1 << 64)), out=u)
+            np.add(u, np.uint64(base % (1 << 64)), out=u)
+            return out
+        raw = axis_raw if axis_raw is not None else fields.extract(fixed, schema.fields[schema.axis_field])
         if n:
             lo, hi = int(raw.min()), int(raw.max())
             _check_range(base + lo * schema.axis_scale, base + hi * schema.axis_scale)
-        scale = np.uint64(schema.axis_scale % (1 << 64))
-        return (raw.view(np.uint64) * scale + np.uint64(base % (1 << 64))).view(np.int64)
+        np.multiply(raw.view(np.uint64), np.uint64(schema.axis_scale % (1 << 64)), out=u)
+        np.add(u, np.uint64(base % (1 << 64)), out=u)
+        return out
     idx = np.arange(n, dtype=np.float64)
     if mode == AxisMode.implicit:
-        return base + idx * schema.axis_step
-    if mode == AxisMode.implicit_log:
+        col = base + idx * schema.axis_step
+    elif mode == AxisMode.implicit_log:
         with np.errstate(all="ignore"):
-            return base * np.power(schema.axis_step, idx)
-    raw = fields.extract(fixed, schema.fields[schema.axis_field])
-    return base + raw.astype(np.float64) * schema.axis_scale
+            col = base * np.power(schema.axis_step, idx)
+    else:
+        raw = axis_raw if axis_raw is not None else fields.extract(fixed, schema.fields[schema.axis_field])
+        col = base + raw.astype(np.float64) * schema.axis_scale
+    if out is None:
+        return col
+    out[...] = col
+    return out
 
 
 def _check_range(*values):

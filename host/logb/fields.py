@@ -7,11 +7,15 @@ from its MSB. Both are contiguous in their own numbering, so a field is always
 a window of whole bytes read in its byte order and shifted once.
 
 `get_bits`/`put_bits` are the scalar reference; `extract`/`pack` do the same
-for a whole (N, S) uint8 record array with numpy.
+for a whole (N, S) uint8 record array: with the C backend (logb._backend)
+through cbridge's bits.c, which also reads and writes strided views such as
+the (N, S) view `.T` of a transposed frame's (S, N) rows; with the
+pure-Python backend with numpy.
 """
 
 import numpy as np
 
+from . import _backend
 from .errors import InvalidDataError
 from .tables import ByteOrder, DataType
 
@@ -50,7 +54,12 @@ def sign_extend(value, width):
 
 def extract_uint(records, offset, width, big):
     """uint64 column of one field from an (N, S) uint8 array."""
+    k = _backend.active
+    if k is not None:
+        return k.extract(records, offset, width, big, 8, np.empty(records.shape[0], _U64))
     n, stride = records.shape
+    if not n:  # (the strided view below cannot start past the end of an empty buffer)
+        return np.zeros(0, _U64)
     b0, k, shift = _window(offset, width, big)
     order = ">" if big else "<"
     if shift == 0 and k in (1, 2, 4, 8) and records.flags.c_contiguous and width == 8 * k:
@@ -79,6 +88,9 @@ def extract_uint(records, offset, width, big):
 
 def pack_uint(records, offset, width, big, values):
     """Store a uint64 column into one field of a writable (N, S) uint8 array."""
+    k = _backend.active
+    if k is not None and _c_pack_int(k, records, offset, width, big, values, _U64, astype=True):
+        return
     v = np.asarray(values).astype(_U64, copy=False)
     if width < 64:
         v = v & _U64((1 << width) - 1)
@@ -112,9 +124,23 @@ def _float(v, width):
     return v.astype(ut).view(ft)
 
 
-def extract(records, field):
+def extract(records, field, out=None):
     """Raw column of a fixed field: uint64, int64, float16/32/64, bool,
-    complex64/128, (N, n) uint8 for bytes, object array of str for string."""
+    complex64/128, (N, n) uint8 for bytes, object array of str for string.
+
+    `out`, an array of exactly that dtype and shape (say a slice of a larger
+    column), receives the values instead of a new array and is returned."""
+    k = _backend.active
+    if k is not None:
+        return _extract_c(k, records, field, out)
+    col = _extract_py(records, field)
+    if out is None:
+        return col
+    out[...] = col
+    return out
+
+
+def _extract_py(records, field):
     dt, off, w = field.data_type, field.bit_offset, field.bit_width
     big = field.byte_order == ByteOrder.big
     if dt == DataType.bytes:
@@ -162,6 +188,9 @@ def pack(records, field, values):
     """Store a column of raw values into a fixed field (the inverse of extract)."""
     dt, off, w = field.data_type, field.bit_offset, field.bit_width
     big = field.byte_order == ByteOrder.big
+    k = _backend.active
+    if k is not None and _pack_c(k, records, field, values, big):
+        return
     if dt in (DataType.bytes, DataType.string):
         n, start = w // 8, off // 8
         if isinstance(values, np.ndarray) and values.dtype == np.uint8 and values.ndim == 2:
@@ -190,3 +219,120 @@ def pack(records, field, values):
     else:
         bits = np.asarray(values, _U64)
     pack_uint(records, off, w, big, bits)
+
+
+# ---------------------------------------------------------------- C backend
+# Same results, bit for bit and dtype for dtype, as the numpy code above
+# (tests/test_backend.py compares them); only the work moves to bits.c.
+
+_SIGNED = 0x10
+_BOOL = 0x20
+_FLOAT_DTYPES = {16: np.float16, 32: np.float32, 64: np.float64}
+
+
+def _target(out, shape, dtype):
+    if out is None:
+        return np.empty(shape, dtype)
+    if out.shape != shape or out.dtype != dtype:
+        # TypeError, not ValueError: a caller's bug, never a reason to reject a frame
+        raise TypeError(f"out must be {dtype} of shape {shape}, not {out.dtype} {out.shape}")
+    return out
+
+
+def _extract_c(k, records, field, out=None):
+    dt, off, w = field.data_type, field.bit_offset, field.bit_width
+    big = field.byte_order == ByteOrder.big
+    n = records.shape[0]
+    if dt == DataType.bytes:
+        return k.gather(records, off // 8, w // 8, _target(out, (n, w // 8), np.uint8))
+    if dt == DataType.string:
+        nb = w // 8
+        flat = k.gather(records, off // 8, nb).tobytes()
+        col = decode_strings(flat[i : i + nb] for i in range(0, n * nb, nb)) if nb else \
+            decode_strings(b"" for _ in range(n))
+        if out is None:
+            return col
+        out[...] = col
+        return out
+    if dt == DataType.complex:
+        half = w // 2
+        col = _target(out, (n,), np.complex64 if half == 32 else np.complex128)
+        k.extract(records, off, half, big, half // 8, col, 0)
+        k.extract(records, off + half, half, big, half // 8, col, half // 8)
+        return col
+    if dt == DataType.uint:
+        return k.extract(records, off, w, big, 8, _target(out, (n,), _U64))
+    if dt == DataType.sint:
+        return k.extract(records, off, w, big, 8 | _SIGNED, _target(out, (n,), np.int64))
+    if dt == DataType.float:
+        return k.extract(records, off, w, big, w // 8, _target(out, (n,), _FLOAT_DTYPES[w]))
+    if dt == DataType.bool:
+        return k.extract(records, off, w, big, 1 | _BOOL, _target(out, (n,), bool))
+    raise InvalidDataError(f"cannot extract data_type {dt}")
+
+
+def column_dtype(field):
+    """(dtype, extra shape) of the raw column `extract` gives a fixed field
+    (object for strings and variable-length fields)."""
+    dt, w = field.data_type, field.bit_width
+    if field.variable or dt == DataType.string:
+        return np.dtype(object), ()
+    if dt == DataType.bytes:
+        return np.dtype(np.uint8), (w // 8,)
+    if dt == DataType.float:
+        return np.dtype(_FLOAT_DTYPES.get(w, np.float64)), ()
+    if dt == DataType.complex:
+        return np.dtype(np.complex64 if w == 64 else np.complex128), ()
+    return np.dtype({DataType.uint: _U64, DataType.sint: np.int64, DataType.bool: bool}.get(dt, _U64)), ()
+
+
+def _c_pack_int(k, records, offset, width, big, values, dtype, astype=False):
+    """Pack an integer-like column with the C kernel; False to leave it to numpy.
+
+    Integer and bool arrays go in at their own width (signed ones
+    sign-extended, which is what numpy's cast to 64 bits does); anything else
+    is first converted exactly as the numpy path converts it."""
+    if not isinstance(records, np.ndarray) or records.ndim != 2 or records.dtype != np.uint8:
+        return False
+    if isinstance(values, np.ndarray) and values.ndim == 1 and values.dtype.kind in "iub" \
+            and values.itemsize in (1, 2, 4, 8):
+        arr = values
+    else:
+        arr = np.asarray(values).astype(dtype, copy=False) if astype else np.asarray(values, dtype)
+        if arr.ndim != 1:
+            return False
+    if arr.shape[0] != records.shape[0]:
+        return False  # numpy broadcasts (or raises) exactly as before
+    kind = arr.itemsize | (_SIGNED if arr.dtype.kind == "i" else 0)
+    k.pack(records, offset, width, big, kind, arr)
+    return True
+
+
+def _pack_c(k, records, field, values, big):
+    dt, off, w = field.data_type, field.bit_offset, field.bit_width
+    if dt in (DataType.bytes, DataType.string):
+        return False  # a strided numpy assignment; nothing to gain
+    if not isinstance(records, np.ndarray) or records.ndim != 2 or records.dtype != np.uint8:
+        return False
+    n = records.shape[0]
+    if dt == DataType.complex:
+        half = w // 2
+        z = np.asarray(values, np.complex64 if half == 32 else np.complex128)
+        if z.ndim != 1 or z.shape[0] != n:
+            return False
+        k.pack(records, off, half, big, half // 8, z, 0)
+        k.pack(records, off + half, half, big, half // 8, z, half // 8)
+        return True
+    if dt == DataType.float:
+        arr = np.asarray(values, _FLOAT_DTYPES[w])
+        if arr.ndim != 1 or arr.shape[0] != n:
+            return False
+        k.pack(records, off, w, big, w // 8, arr)
+        return True
+    if dt == DataType.bool:
+        arr = np.asarray(values, bool)
+        if arr.ndim != 1 or arr.shape[0] != n:
+            return False
+        k.pack(records, off, w, big, 1, arr)
+        return True
+    return _c_pack_int(k, records, off, w, big, values, np.int64 if dt == DataType.sint else _U64)

@@ -6,21 +6,28 @@ import numpy as np
 
 from ..tables import AxisKind
 from .common import EXIT_OK, EXIT_USAGE, CliError, column_values, open_logb
+from .import_ import CAN_FORMATS, can_format_of, run_export
 
-HELP = "export one stream's records to CSV or Parquet"
+HELP = "export one stream to CSV or Parquet, or CAN bus streams to candump/ASC/BLF/TRC/MDF4"
 DESCRIPTION = """\
 Write one stream as a table: run_id, the axis (integer ticks for time axes,
 with the tick 10^axis_exp s in the column name and metadata), then every
 field's physical value (identity fields keep their raw type). Parquet keeps
 each field's unit, description and raw type in the Arrow field metadata.
 
-  logb export rec.logb --stream can0 --format parquet -o can0.parquet"""
+  logb export rec.logb --stream can0 --format parquet -o can0.parquet
+
+CAN formats (candump .log, asc, blf, trc, mdf4 .mf4) write the raw CAN bus
+streams back as a trace (python-can) or an ASAM MDF4 bus-logging file
+(asammdf); --stream then picks one bus (default: all).
+
+  logb export rec.logb --format mdf4 -o rec.mf4"""
 
 
 def add_arguments(p):
     p.add_argument("file", help="a .logb file")
-    p.add_argument("--stream", required=True, metavar="NAME|UUID", help="the stream to export")
-    p.add_argument("--format", choices=("csv", "parquet"), help="default: from the output's extension")
+    p.add_argument("--stream", metavar="NAME|UUID", help="the stream to export (CAN formats: one bus; default all)")
+    p.add_argument("--format", choices=("csv", "parquet") + CAN_FORMATS, help="default: from the output's extension")
     p.add_argument("-o", "--output", required=True, metavar="OUT")
 
 
@@ -40,7 +47,12 @@ def _table(stream):
 
 
 def run(args, out):
-    fmt = args.format or ("parquet" if args.output.endswith((".parquet", ".pq")) else "csv")
+    fmt = args.format or can_format_of(args.output) or (
+        "parquet" if args.output.endswith((".parquet", ".pq")) else "csv")
+    if fmt in CAN_FORMATS:
+        return run_export(args, fmt, out)
+    if args.stream is None:
+        raise CliError("--stream is required for csv and parquet", EXIT_USAGE)
     with open_logb(args.file) as f:
         try:
             stream = f.stream(args.stream)

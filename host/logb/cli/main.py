@@ -3,10 +3,11 @@
 import argparse
 import sys
 
-from . import cat, dump, export, info, verify
+from . import cat, dbc, decode, dump, export, import_, info, plot, stats, verify
 from .common import CliError
 
-COMMANDS = {"info": info, "verify": verify, "dump": dump, "cat": cat, "export": export}
+COMMANDS = {"info": info, "verify": verify, "dump": dump, "cat": cat, "export": export, "dbc": dbc, "decode": decode,
+            "import": import_, "stats": stats, "plot": plot}
 
 EPILOG = """\
 exit status: 0 success/intact, 1 damaged or truncated input, 2 not a Logb

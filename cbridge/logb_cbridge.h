@@ -1,0 +1,101 @@
+/* logb cbridge: the hot paths of the Logb reader and writer in portable C99.
+ *
+ * One header for every build: the CPython extension (through cffi, see
+ * cffi_build.py), a MicroPython user C module or dynamic native module (see
+ * micropython/), or any bare-metal firmware. The portable kernels
+ * (crc32c.c, bits.c, transpose.c, tails.c) include only <stdint.h> and
+ * <stddef.h>, allocate nothing, and hold no writable static data: every table
+ * is const. crc32c_hw.c (host only) adds the SSE4.2 / ARMv8 CRC instructions.
+ *
+ * Records model (SPEC §6.2, §8.2): N fixed records of S bytes. Byte j of
+ * record i is at base[i*rs + j*bs]:
+ *     row-major (filter none):       rs = S, bs = 1
+ *     transposed (filter transpose): rs = 1, bs = N   (stored byte j*N + i)
+ * so every field kernel reads and writes either layout directly.
+ */
+#ifndef LOGB_CBRIDGE_H
+#define LOGB_CBRIDGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------ CRC-32C
+ * Castagnoli, reflected 0x82F63B78, init and final xor 0xFFFFFFFF.
+ * `crc` is a previous result (0 to start), so calls chain over pieces:
+ * logb_crc32c_sw(logb_crc32c_sw(0, a, na), b, nb) == CRC of a||b. */
+
+/* Portable table-driven CRC: slice-by-8, or bytewise when compiled with
+ * -DLOGB_CRC32C_SLICES=1 (1 KiB of tables instead of 8 KiB). */
+uint32_t logb_crc32c_sw(uint32_t crc, const uint8_t *p, size_t n);
+
+/* Host builds only (crc32c_hw.c). The hardware CRC instruction: SSE4.2
+ * `crc32` on x86-64, the ARMv8 CRC32C instructions on aarch64, three
+ * streams interleaved. Call it only when logb_crc32c_hw_available() said 1;
+ * without compiler support it is logb_crc32c_sw. */
+uint32_t logb_crc32c_hw(uint32_t crc, const uint8_t *p, size_t n);
+/* 1 when this CPU (asked now: cpuid / getauxval) has the instruction.
+ * Not free (cpuid can trap in a VM): ask once and keep the answer. */
+int logb_crc32c_hw_available(void);
+/* "sse4.2", "armv8-crc", or "" when not compiled in. */
+const char *logb_crc32c_hw_name(void);
+
+/* ------------------------------------------------------------------ fields
+ * `kind` says what one output (extract) or input (pack) element is:
+ * its size in bytes (1, 2, 4 or 8) or-ed with flags. */
+#define LOGB_KIND_SIZE_MASK 0x0f
+#define LOGB_KIND_SIGNED 0x10 /* sign-extend from the field width (extract) / the element (pack) */
+#define LOGB_KIND_BOOL 0x20   /* extract: store (value != 0) in a 1-byte element */
+
+/* Return codes */
+#define LOGB_OK 0
+#define LOGB_EINVAL (-1) /* width 0 or > 64, element too narrow, bad kind */
+
+/* Extract one field of n records into out[i * ostride bytes] (element of
+ * `kind`; out aligned to the element size). Unsigned: the raw bits. Signed:
+ * the raw bits as width-bit two's complement, sign-extended. Floats: ask for
+ * an unsigned element of the float's size and reinterpret the bits.
+ * big != 0: big-endian bit numbering (SPEC §6.2). */
+int logb_extract(const uint8_t *base, size_t n, size_t rs, size_t bs,
+                 uint32_t bit_offset, uint32_t width, int big, int kind,
+                 void *out, size_t ostride);
+
+/* The inverse: store in[i * istride bytes] (element of `kind`, sign-extended
+ * when LOGB_KIND_SIGNED) into the field of each record, masked to the field
+ * width; bits outside the field are left as they are. */
+int logb_pack(uint8_t *base, size_t n, size_t rs, size_t bs,
+              uint32_t bit_offset, uint32_t width, int big, int kind,
+              const void *in, size_t istride);
+
+/* Fixed bytes/string fields (never byte-swapped): out[i*nbytes + j] =
+ * byte (byte0 + j) of record i; logb_scatter stores the other way. */
+void logb_gather(const uint8_t *base, size_t n, size_t rs, size_t bs,
+                 size_t byte0, size_t nbytes, uint8_t *out);
+void logb_scatter(uint8_t *base, size_t n, size_t rs, size_t bs,
+                  size_t byte0, size_t nbytes, const uint8_t *in);
+
+/* ------------------------------------------------------------------ transpose
+ * dst[j*n + i] = src[i*s + j] (N x S records -> S rows of N bytes) and back.
+ * src and dst must not overlap. */
+void logb_transpose(const uint8_t *src, uint8_t *dst, size_t n, size_t s);
+void logb_untranspose(const uint8_t *src, uint8_t *dst, size_t n, size_t s);
+
+/* ------------------------------------------------------------------ tails
+ * Walk the tail region (SPEC §6.4): from data[pos], n records of v
+ * length-prefixed (u32 little-endian) values each. Entry r*v + f of
+ * offs/lens is record r's value of variable field f (start in data, length).
+ * *end receives the position reached (where an error was found, or the end). */
+#define LOGB_TAIL_PREFIX 1   /* the region ends inside a length prefix */
+#define LOGB_TAIL_PAST_END 2 /* a value runs past the end */
+#define LOGB_TAIL_LEFTOVER 3 /* bytes left over after the last tail */
+int logb_walk_tails(const uint8_t *data, size_t len, size_t pos, size_t n, size_t v,
+                    uint64_t *offs, uint32_t *lens, size_t *end);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LOGB_CBRIDGE_H */

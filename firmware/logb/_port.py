@@ -1,0 +1,115 @@
+"""What differs between MicroPython and CPython, in one place.
+
+On a board: `time.ticks_us`/`ticks_diff`/`ticks_add` (a wrapping counter of
+TICKS_PERIOD, 2**30 on 32-bit ports), `deflate`, `os.urandom`. Under CPython
+(tests, host tools) the same names are emulated with a 2**30 period, so the
+writer produces the same bytes on both for the same clock readings.
+"""
+
+try:
+    from time import ticks_add, ticks_diff, ticks_us  # type: ignore[attr-defined]
+
+    MICROPYTHON = True
+except ImportError:  # CPython
+    import time as _time
+
+    MICROPYTHON = False
+    _MASK = (1 << 30) - 1
+    _HALF = 1 << 29
+
+    # (type: ignore: these CPython stand-ins redefine the MicroPython stubs' names)
+    def ticks_us() -> int:  # type: ignore[misc]
+        return (_time.monotonic_ns() // 1000) & _MASK  # type: ignore[attr-defined]
+
+    def ticks_diff(a: int, b: int) -> int:  # type: ignore[misc]
+        return ((a - b + _HALF) & _MASK) - _HALF
+
+    def ticks_add(a: int, d: int) -> int:  # type: ignore[misc]
+        return (a + d) & _MASK
+
+
+if MICROPYTHON:
+    from struct import pack_into
+else:
+    from struct import pack_into as _pack_into
+
+    def pack_into(fmt, buf, offset, *values):  # type: ignore[misc]
+        """CPython's 's' wants bytes; MicroPython's takes any buffer, uncopied."""
+        return _pack_into(fmt, buf, offset, *[bytes(v) if isinstance(v, (bytearray, memoryview)) else v
+                                                for v in values])
+
+
+# The wrap period of the ticks counter: 2**30 on every 32-bit port (and in
+# the CPython emulation), 2**62 on 64-bit ports.
+TICKS_PERIOD = ticks_add(0, -1) + 1
+# True when a tick count splits into (wraps, ticks) with 2**30 per wrap, the
+# case the writer packs without ever making an integer of 2**30 or more.
+PERIOD_30 = TICKS_PERIOD == 1 << 30
+
+
+def random_bytes(n: int) -> bytes:
+    """n random bytes for the session id: os.urandom where the port has it."""
+    try:
+        import os
+
+        return os.urandom(n)
+    except (ImportError, AttributeError, NotImplementedError):
+        import random
+
+        return bytes(random.getrandbits(8) for _ in range(n))
+
+
+def hexlify(data: bytes) -> str:
+    import binascii
+
+    return binascii.hexlify(data).decode()
+
+
+class Deflater:
+    """Raw DEFLATE (SPEC §8.2 codec 3) of a buffer region into another buffer.
+
+    MicroPython: `deflate.DeflateIO(stream, deflate.RAW, wbits)` over a
+    preallocated `io.BytesIO`; CPython: `zlib` with wbits=-15. The two
+    compressors differ, so deflated frames are not byte-identical across them
+    (the host reader decodes both). Compression allocates its window and
+    hash state on every frame: it is not part of the zero-allocation path.
+    """
+
+    def __init__(self, capacity: int, wbits: int = 10) -> None:
+        self.wbits = wbits
+        try:
+            import deflate  # type: ignore[import-not-found]
+            import io
+
+            self._mod = deflate
+            self._bio = io.BytesIO(capacity)
+            self._zlib = None  # type: ignore[assignment]
+        except ImportError:
+            import zlib  # type: ignore[import-not-found]  # CPython only
+
+            self._mod = None  # type: ignore[assignment]
+            self._zlib = zlib
+
+    def compress(self, src, start: int, end: int, dst, dst_view, dst_off: int, limit: int) -> int:
+        """Compress src[start:end] into dst at dst_off (dst_view = memoryview(dst)[dst_off:]).
+        Returns the compressed size, or -1 when it would not be smaller than `limit`."""
+        if self._mod is not None:
+            bio = self._bio
+            bio.seek(0)
+            z = self._mod.DeflateIO(bio, self._mod.RAW, self.wbits)
+            z.write(memoryview(src)[start:end])  # type: ignore[attr-defined]  # (missing from the stub)
+            z.close()
+            m = bio.tell()
+            if m >= limit:
+                return -1
+            bio.seek(0)
+            bio.readinto(dst_view, m)
+            return m
+        assert self._zlib is not None
+        c = self._zlib.compressobj(6, self._zlib.DEFLATED, -self.wbits)
+        data = c.compress(bytes(memoryview(src)[start:end])) + c.flush()
+        m = len(data)
+        if m >= limit:
+            return -1
+        dst[dst_off:dst_off + m] = data
+        return m

@@ -1,0 +1,330 @@
+"""Decode CAN signals to columns, vectorised (docs/SPEC.md §13, docs/CAN.md).
+
+Two sources, one result (a `Decoded` per per-message stream):
+
+- per-message streams: the file already holds every signal as a field, so
+  decoding is reading columns and applying each field's conversion; no DBC;
+- raw bus streams + a DBC (given, or the file's `application/x-dbc` ATTACH):
+  frames are grouped by id (`route_rows`, the same first-match routing a
+  device applies with the LBCF config), then every signal is extracted with
+  `logb.fields` over the group's (N, payload) byte array at once.
+
+Both give what cantools' `Message.decode` gives frame by frame: the raw value
+(`raw`), the scaled number (`phys`; `scaling=False`/`True` with
+`decode_choices=False`) and, for signals with a value table, the label (`text`,
+None where the table has no entry).
+"""
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import convert
+from ..tables import ConversionType
+from .. import fields as bits
+from . import layout
+from .dbc import EXT_BITS, EXTENDED, MEDIA_TYPE, CompiledDbc, compile_dbc, signals_of
+
+_STD_LIMIT = 0x800  # keys below this are standard ids (no extended bit)
+_LOOP_KEYS = 64  # up to this many distinct ids: one comparison pass per id
+
+
+@dataclass
+class Decoded:
+    """The decoded signals of one per-message stream (a message or a multiplexer branch)."""
+
+    stream: str
+    message: str
+    bus: str
+    mux: str  # "" or the branch label, e.g. "S0=1"
+    axis: np.ndarray  # int64 ticks of 10**axis_exp s
+    axis_exp: int
+    raw: dict = field(default_factory=dict)  # signal -> raw column (uint64, int64 or float)
+    phys: dict = field(default_factory=dict)  # signal -> scaled column (raw itself when unscaled)
+    text: dict = field(default_factory=dict)  # signal -> object column of labels / None
+    units: dict = field(default_factory=dict)
+    rows: object = None  # raw-bus decoding: indices of these frames in the bus stream
+
+    def __len__(self):
+        return len(self.axis)
+
+    def seconds(self):
+        """The axis in seconds (float64; a quotient of exact integers when axis_exp < 0)."""
+        if self.axis_exp < 0:
+            return self.axis.astype(np.float64) / 10.0 ** -self.axis_exp
+        return self.axis.astype(np.float64) * 10.0 ** self.axis_exp
+
+
+# ---------------------------------------------------------------- routing
+
+def frame_keys(ids, flags=None):
+    """uint32 keys: the 29-bit id, bit 31 set for extended frames. Ids given with
+    bit 31 already set (SocketCAN / trace.bin style) count as extended too."""
+    ids = np.asarray(ids, np.uint64)
+    keys = ids & np.uint64(EXT_BITS)
+    ext = (ids & np.uint64(EXTENDED)) != 0
+    if flags is not None:
+        ext |= (np.asarray(flags).astype(np.uint8) & np.uint8(layout.FLAG_EXTENDED)) != 0
+    keys |= np.where(ext, np.uint64(EXTENDED), np.uint64(0))
+    return keys.astype(np.uint32)
+
+
+def data_frames(flags):
+    """Rows that are data frames (not remote, not error frames)."""
+    f = np.asarray(flags).astype(np.uint8)
+    return (f & np.uint8(layout.FLAG_REMOTE | layout.FLAG_ERROR)) == 0
+
+
+def _pad(payloads, n):
+    if payloads.shape[1] >= n:
+        return payloads
+    out = np.zeros((len(payloads), n), np.uint8)
+    out[:, : payloads.shape[1]] = payloads
+    return out
+
+
+def _groups(keys):
+    """[(key, row indices)] for every distinct key, without sorting all rows."""
+    std = keys < _STD_LIMIT
+    std_keys = keys[std]
+    present = np.flatnonzero(np.bincount(std_keys, minlength=_STD_LIMIT)) if len(std_keys) else np.zeros(0, int)
+    ext_keys = np.unique(keys[~std]) if len(std_keys) != len(keys) else np.zeros(0, np.uint32)
+    distinct = np.concatenate([present.astype(np.uint32), ext_keys.astype(np.uint32)])
+    if len(distinct) <= _LOOP_KEYS:
+        return [(int(k), np.flatnonzero(keys == k)) for k in distinct]
+    # many ids: a radix sort of a small group number per row
+    lut = np.full(_STD_LIMIT, -1, np.int32)
+    lut[present] = np.arange(len(present))
+    group = np.empty(len(keys), np.int32)
+    group[std] = lut[std_keys]
+    if len(ext_keys):
+        group[~std] = len(present) + np.searchsorted(ext_keys, keys[~std])
+    group16 = group.astype(np.int16) if len(distinct) < 0x7FFF else group
+    order = np.argsort(group16, kind="stable")
+    counts = np.bincount(group, minlength=len(distinct))
+    return list(zip((int(k) for k in distinct), np.split(order, np.cumsum(counts)[:-1])))
+
+
+def route_rows(entries, keys, payloads, usable=None):
+    """Group frames by the per-message stream they belong to.
+
+    entries: CompiledDbc.entries (first match wins, as on a device);
+    keys: frame_keys(); payloads: (N, W) uint8; usable: optional boolean mask
+    (data frames only). Returns {entry index: sorted row indices}."""
+    keys = np.asarray(keys, np.uint32)
+    base = np.flatnonzero(usable) if usable is not None and not np.all(usable) else None
+    k = keys[base] if base is not None else keys
+    found = {}
+    cache = {}
+    for key, rows in _groups(k):
+        cands = cache.get(key)
+        if cands is None:
+            cands = cache[key] = [i for i, e in enumerate(entries) if (key & e.match_mask) == e.match_id]
+        if not cands:
+            continue
+        if base is not None:
+            rows = base[rows]
+        for i in cands:
+            mux = entries[i].mux
+            if mux is None:
+                found.setdefault(i, []).append(rows)
+                break
+            sel = mux.select_rows(_pad(payloads[rows], entries[i].payload_len))
+            if sel.any():
+                found.setdefault(i, []).append(rows[sel])
+                rows = rows[~sel]
+            if not len(rows):
+                break
+    out = {}
+    for i, parts in found.items():
+        rows = parts[0] if len(parts) == 1 else np.sort(np.concatenate(parts))
+        out[i] = rows
+    return out
+
+
+# ---------------------------------------------------------------- signal columns
+
+def _wanted(sig_name, message, signals):
+    return signals is None or sig_name in signals or f"{message}.{sig_name}" in signals
+
+
+def _text(conv, raw):
+    keys = np.array([k for k, _ in conv.entries], np.float64)
+    labels = convert.physical(conv, raw)
+    hit = np.isin(raw.astype(np.float64), keys)
+    labels[~hit] = None
+    return labels
+
+
+def signal_columns(sig, raw):
+    """(phys, text or None) of one SignalField's raw column."""
+    conv = sig.numeric
+    if conv.is_identity:
+        phys = raw
+    elif conv.type == ConversionType.linear:
+        # SPEC §7.3: a + (b*x), x the nearest double; computed in place (same IEEE result)
+        a, b = conv.coeffs
+        phys = raw.astype(np.float64)
+        with np.errstate(all="ignore"):
+            phys *= b
+            phys += a
+    else:
+        phys = convert.physical(conv, raw)
+    text = _text(sig.text, raw) if sig.text is not None else None
+    return phys, text
+
+
+def gather_rows(data, rows):
+    """data[rows] for an (N, W) uint8 array, moving whole 8-byte words when W allows."""
+    n, w = data.shape
+    if w % 8 == 0 and data.flags.c_contiguous and len(data):
+        words = data.view(np.uint64)  # (N, W/8)
+        return words[rows].view(np.uint8).reshape(len(rows), w)
+    return data[rows]
+
+
+def decode_payloads(schema, payloads, signals=None, message=None):
+    """Decode every signal of a per-message schema from an (N, W) payload array.
+    Returns (raw, phys, text, units) dicts keyed by signal name."""
+    message = message or schema.meta_dict().get("logb.can.message", schema.name)
+    n_payload = (schema.record_bits - layout.PAYLOAD_BIT) // 8
+    payloads = _pad(np.asarray(payloads, np.uint8), n_payload)
+    raw, phys, text, units = {}, {}, {}, {}
+    for sig in signals_of(schema):
+        if not _wanted(sig.name, message, signals):
+            continue
+        col = bits.extract(payloads, sig.payload_field)
+        raw[sig.name] = col
+        phys[sig.name], t = signal_columns(sig, col)
+        if t is not None:
+            text[sig.name] = t
+        units[sig.name] = sig.unit
+    return raw, phys, text, units
+
+
+def _selected(entry_name, message, messages):
+    return messages is None or entry_name in messages or message in messages
+
+
+def decode_frames(compiled, axis, ids, flags, data, messages=None, signals=None, axis_exp=-6, bus=None):
+    """Decode raw frames (arrays of one bus) with a CompiledDbc: one Decoded per
+    per-message stream that received frames, in the DBC's entry order."""
+    data = np.asarray(data, np.uint8)
+    if flags is None:
+        flags = np.zeros(len(data), np.uint8)
+    keys = frame_keys(ids, flags)
+    usable = data_frames(flags)
+    entries = compiled.entries
+    wanted = [i for i, e in enumerate(entries) if _selected(e.name, e.message, messages)]
+    routed = route_rows(entries, keys, data, usable)
+    axis = np.asarray(axis)
+    out = []
+    for i in wanted:
+        rows = routed.get(i)
+        if rows is None:
+            continue
+        e = entries[i]
+        if signals is not None and not any(_wanted(g.name, e.message, signals) for g in signals_of(e.schema)):
+            continue
+        raw, phys, text, units = decode_payloads(e.schema, gather_rows(data, rows), signals, e.message)
+        out.append(Decoded(e.name, e.message, bus or compiled.bus, e.mux.label if e.mux else "",
+                           axis[rows], axis_exp, raw, phys, text, units, rows))
+    return out
+
+
+# ---------------------------------------------------------------- files
+
+def is_message_stream(stream):
+    return stream.schema is not None and stream.schema.meta_dict().get("logb.can.layout") == "message"
+
+
+def is_raw_bus_stream(stream):
+    return stream.schema is not None and stream.schema.meta_dict().get("logb.can.layout") in ("raw", "raw-fd")
+
+
+def embedded_dbc(f, stream=None):
+    """The DBC attached to a LogbFile (bytes), preferring the one a raw bus
+    stream's META names (`logb.can.dbc`); None if there is none."""
+    dbcs = [a for a in f.attachments if a.media_type == MEDIA_TYPE and not a.problem]
+    if not dbcs:
+        return None
+    named = stream.meta.get("logb.can.dbc") if stream is not None else None
+    for a in dbcs:
+        if named and a.name == named:
+            return a.data()
+    return dbcs[-1].data()
+
+
+def decode_file(f, dbc=None, messages=None, signals=None, window=None, source="auto"):
+    """Decode a LogbFile's CAN signals.
+
+    Without `dbc`, the per-message streams are decoded when the file has any;
+    otherwise (or with `dbc`: a path, DBC text or CompiledDbc, or with
+    source="raw") every raw bus stream is decoded with that DBC or the file's
+    embedded one; source="messages" insists on per-message streams. `window` is
+    (T0, T1) in seconds of the axis (inclusive). Returns a list of Decoded."""
+    messages = set(messages) if messages else None
+    signals = set(signals) if signals else None
+    per_message = [s for s in f.streams.values() if is_message_stream(s)]
+    if source == "messages" and not per_message:
+        raise LookupError("no per-message CAN streams in this file")
+    if source == "messages" or (source == "auto" and dbc is None and per_message):
+        out = []
+        for s in per_message:
+            meta = s.schema.meta_dict()
+            message = meta.get("logb.can.message", s.name)
+            if not _selected(s.name, message, messages):
+                continue
+            if signals is not None and not any(_wanted(g.name, message, signals) for g in signals_of(s.schema)):
+                continue
+            # the payload bytes hold every signal: read them once, then extract
+            # the signals over the whole stream at a time
+            axis, cols = _read(s, ["data"], window)
+            if not len(axis):
+                continue
+            raw, phys, text, units = decode_payloads(s.schema, cols["data"], signals, message)
+            d = Decoded(s.name, message, meta.get("logb.can.bus", ""), meta.get("logb.can.mux", ""),
+                        axis, s.schema.axis_exp, raw, phys, text, units)
+            out.append(d)
+        return out
+    raw_streams = [s for s in f.streams.values() if is_raw_bus_stream(s)]
+    if not raw_streams:
+        raise LookupError("no CAN streams (raw bus or per-message) in this file")
+    out = []
+    compiled_given = dbc if isinstance(dbc, CompiledDbc) else None
+    for s in raw_streams:
+        compiled = compiled_given
+        if compiled is None:
+            source = dbc if dbc is not None else embedded_dbc(f, s)
+            if source is None:
+                raise LookupError(f"raw bus stream {s.name!r}: no DBC given and none attached to the file")
+            compiled = compile_dbc(source, bus=s.name)
+        axis, cols = _read(s, ["id", "flags", "data"], window)
+        out += decode_frames(compiled, axis, cols["id"], cols["flags"], cols["data"],
+                             messages, signals, s.schema.axis_exp, bus=s.name)
+    return out
+
+
+def _read(stream, names, window):
+    """(axis, {field: column}) of a stream: Stream.batches() concatenated, without
+    the per-record run and session columns Stream.columns() adds."""
+    parts = list(stream.batches(_ticks(window, stream), names))
+    if not parts:
+        none = np.zeros((0, stream.schema.record_size), np.uint8)
+        return np.zeros(0, np.int64), {n: bits.extract(none, stream.schema.field_named(n)) for n in names}
+    if len(parts) == 1:
+        return parts[0][1].axis, parts[0][1].raw
+    axis = np.concatenate([b.axis for _, b in parts])
+    return axis, {n: np.concatenate([b.raw[n] for _, b in parts]) for n in names}
+
+
+def _ticks(window, stream):
+    return None if window is None else window_ticks(window, stream.schema.axis_exp)
+
+
+def window_ticks(window_s, axis_exp):
+    """(T0, T1) seconds → inclusive (lo, hi) ticks of 10**axis_exp s."""
+    lo, hi = window_s
+    scale = 10.0 ** (-axis_exp)
+    return math.ceil(lo * scale - 1e-9), math.floor(hi * scale + 1e-9)

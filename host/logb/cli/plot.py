@@ -1,0 +1,60 @@
+"""logb plot: a PNG of chosen signals against time."""
+
+import os
+
+from .common import EXIT_DAMAGED, EXIT_OK, EXIT_USAGE, CliError, open_logb
+
+HELP = "plot signals against time to a PNG (matplotlib)"
+DESCRIPTION = """\
+Plot signals against time into a PNG. A signal is `Message.Signal` or
+`Signal` (CAN: decoded from the per-message streams, or from the raw bus
+streams with --dbc or the DBC attached to the file), or `STREAM.FIELD` for any
+stream with a time axis. Signals with the same unit share a panel whose y axis
+shows the unit. The x axis is UTC wall time when the recording is dated (time
+base unix, or monotonic with anchors), else seconds of the recording's axis.
+
+  logb plot drive.logb EngineSpeed VehicleSpeed -o speed.png --window 10:70
+
+Exit status: 0 written, 1 damaged input (still plotted), 64 usage error
+(including an unknown signal; the message lists what the file has)."""
+
+
+def add_arguments(p):
+    p.add_argument("file", help="a .logb file")
+    p.add_argument("signals", nargs="+", metavar="SIGNAL", help="Message.Signal, Signal or STREAM.FIELD")
+    p.add_argument("-o", "--output", required=True, metavar="OUT.png")
+    p.add_argument("--dbc", metavar="FILE", help="decode the raw bus streams with this DBC")
+    p.add_argument("--window", metavar="T0:T1", help="seconds after the first plotted record")
+    p.add_argument("--title", help="a title above the plot")
+    p.add_argument("--size", metavar="WxH", default="11x3", help="inches: width x height per panel (default 11x3)")
+
+
+def _pair(text, what):
+    try:
+        a, b = (float(x) for x in text.replace("x", ":").split(":"))
+    except ValueError:
+        raise CliError(f"{what} {text!r}: expected two numbers", EXIT_USAGE) from None
+    return a, b
+
+
+def run(args, out):
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise CliError("plot needs matplotlib: pip install 'logb[can]'", EXIT_USAGE) from None
+    from ..can import plot
+
+    window = _pair(args.window, "--window") if args.window else None
+    size = _pair(args.size, "--size")
+    if args.dbc and not os.path.exists(args.dbc):
+        raise CliError(f"{args.dbc}: no such file", EXIT_USAGE)
+    with open_logb(args.file) as f:
+        try:
+            info = plot.plot(f, args.signals, args.output, dbc=args.dbc, window=window, title=args.title,
+                             size=size)
+        except plot.UnknownSignal as exc:
+            raise CliError(str(exc), EXIT_USAGE) from None
+        damaged = not f.report.clean
+    out.write(f"{args.output}: {', '.join(info['series'])} ({info['points']} points, "
+              f"{'UTC' if info['time'] == 'utc' else 'axis seconds'})\n")
+    return EXIT_DAMAGED if damaged else EXIT_OK

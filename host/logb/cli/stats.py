@@ -1,0 +1,52 @@
+"""logb stats: per-id timing of CAN frames and a bus load estimate."""
+
+from .common import EXIT_DAMAGED, EXIT_OK, EXIT_USAGE, CliError, dumps, open_logb
+
+HELP = "per CAN id: count, mean period, jitter, gaps, DLC; bus load estimate"
+DESCRIPTION = """\
+For every raw CAN bus stream (or the one --stream names), per id and frame
+kind (data, remote, error): the count, mean period, jitter (standard
+deviation of the intervals), min and max interval, gaps (intervals longer than
+--gap-factor times the median interval) with the longest, and the DLC codes.
+
+Bus load: frame lengths in bits by ISO 11898-1 (with the interframe space;
+CAN FD data phases at --data-bitrate when BRS is set), summed as time over the
+bus's span: once without stuff bits and once with the worst-case stuffing (the
+true load lies between), and the peak over --window second windows. Error
+frames are not counted in the load.
+
+  logb stats drive.logb --bitrate 500000 --json"""
+
+
+def add_arguments(p):
+    p.add_argument("file", help="a .logb file, or - for standard input")
+    p.add_argument("--stream", action="append", metavar="NAME|UUID", help="a raw bus stream (repeatable)")
+    p.add_argument("--bitrate", type=float, default=500_000, help="nominal bit rate, bit/s (default 500000)")
+    p.add_argument("--data-bitrate", type=float, default=2_000_000,
+                   help="CAN FD data-phase bit rate, bit/s (default 2000000)")
+    p.add_argument("--gap-factor", type=float, default=2.0,
+                   help="an interval longer than this times the median interval is a gap (default 2)")
+    p.add_argument("--window", type=float, default=0.1, help="peak-load window, s (default 0.1)")
+    p.add_argument("--json", action="store_true", help="one JSON object: {\"buses\": [...]}")
+
+
+def run(args, out):
+    from ..can import formats, stats
+
+    if args.bitrate <= 0 or args.data_bitrate <= 0 or args.window <= 0 or args.gap_factor <= 0:
+        raise CliError("--bitrate, --data-bitrate, --window and --gap-factor must be positive", EXIT_USAGE)
+    with open_logb(args.file) as f:
+        try:
+            trace = formats.read_logb(f, args.stream)
+        except KeyError as exc:
+            raise CliError(str(exc.args[0]), EXIT_USAGE) from None
+        if not trace.buses:
+            raise CliError(f"{args.file}: no raw CAN bus stream", EXIT_USAGE)
+        result = stats.trace_stats(trace, bitrate=args.bitrate, data_bitrate=args.data_bitrate,
+                                   gap_factor=args.gap_factor, window=args.window)
+        damaged = not f.report.clean
+    if args.json:
+        out.write(dumps({"file": args.file, "buses": result}) + "\n")
+    else:
+        out.write(stats.render(result) + "\n")
+    return EXIT_DAMAGED if damaged else EXIT_OK
