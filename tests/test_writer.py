@@ -119,3 +119,17 @@ def test_stream_without_fields_records_only_its_axis():
         w.add_stream(empty).write_batch({}, axis_base=10, count=3)
     cols = logb.LogbFile(bio.getvalue()).stream("ticks").columns()
     assert cols.axis.tolist() == [10, 12, 14] and cols.raw == {}
+
+
+def test_write_records_takes_prebuilt_records():
+    from logb import fields
+
+    rows = np.zeros((3, 2), np.uint8)
+    fields.pack(rows, SCHEMA.fields[0], [7, 8, 9])
+    bio = io.BytesIO()
+    with logb.Writer(bio) as w:
+        sw = w.add_stream(SCHEMA, codec=Codec.zstd)
+        sw.write_records(rows, axis_base=0)
+        sw.write_records(rows.tobytes()[:4], axis_base=30)
+    cols = logb.LogbFile(bio.getvalue()).stream("v").columns()
+    assert cols.raw["x"].tolist() == [7, 8, 9, 7, 8] and cols.axis.tolist() == [0, 10, 20, 30, 40]

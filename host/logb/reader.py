@@ -345,6 +345,7 @@ class LogbFile:
         self._end_since_segment = False
         self._data_offsets = {}  # offset -> (stream or None, DataHeader)
         self._run_state = {}
+        self._schema_cache = {}  # SCHEMA payload -> (schema | None, uuid, name, error)
         self._index_axes = {}  # DATA offset -> first_axis an INDEX claims (checked on decode)
         self.strict = strict
         start = check_header(self.buf, self.report, recover)
@@ -485,12 +486,16 @@ class LogbFile:
                 self._note(fr.offset, "schema-rebind",
                            f"a second, different SCHEMA for stream_id {sid} in this segment; the first stands")
             return
-        try:
-            schema = Schema.decode(payload).validate()
-            uuid, name, error = schema.uuid, schema.name, None
-        except (MalformedPayloadError, InvalidSchemaError) as exc:
-            schema, error = None, str(exc)
-            uuid, name = partial_identity(payload)
+        # Every segment restates every schema: decode each distinct payload once.
+        cached = self._schema_cache.get(payload)
+        if cached is None:
+            try:
+                schema = Schema.decode(payload).validate()
+                cached = (schema, schema.uuid, schema.name, None)
+            except (MalformedPayloadError, InvalidSchemaError) as exc:
+                cached = (None, *partial_identity(payload), str(exc))
+            self._schema_cache[payload] = cached
+        schema, uuid, name, error = cached
         stream = self._stream_for(uuid, name) if uuid is not None else None
         if schema is None:
             status, reason = "rejected", f"invalid schema: {error}"

@@ -60,6 +60,26 @@ class StreamWriter:
         if count is None:
             count = len(next(iter(columns.values()))) if columns else 0
         fixed, tail = encode_records(s, columns, count)
+        self._write(fixed, tail, count, axis_base, run_id)
+
+    def write_records(self, records, axis_base=0, run_id=0, tails=b""):
+        """Write one DATA frame of pre-built records: an (N, record_size) uint8
+        array (or bytes of N whole records) laid out per the schema, plus the
+        encoded tail region when the schema has variable-length fields."""
+        s = self.schema
+        fixed = np.ascontiguousarray(records, np.uint8).tobytes() if not isinstance(records, bytes) else records
+        if s.record_size:
+            if len(fixed) % s.record_size:
+                raise ValueError(f"{len(fixed)} bytes is not a whole number of {s.record_size}-byte records")
+            count = len(fixed) // s.record_size
+        else:
+            raise ValueError("a stream with zero-size records takes write_batch(..., count=N)")
+        if s.variable_fields and not tails:
+            raise ValueError("this schema has variable-length fields: pass their tail region")
+        self._write(fixed, tails, count, axis_base, run_id)
+
+    def _write(self, fixed, tail, count, axis_base, run_id):
+        s = self.schema
         base_raw = pack_axis(axis_base, s.is_time)
         header = DataHeader(base_raw, count, run_id, self.codec, self.filter, len(fixed) + len(tail))
         # INDEX first_axis: the first record's axis value (axis_base when implicit or empty).
