@@ -196,6 +196,7 @@ const simhw = {
   arg: (k, d) => (k in opt.set ? opt.set[k] : d === undefined ? null : d),
   log: (s) => process.stdout.write(`${s}\n`),
   wall_ms: () => Date.now(),
+  perf_us: () => Math.round(performance.now() * 1000) & TICKS_MASK,  // µs, for benchmarks (ticks_us is ms-grained here)
 };
 
 // ---------------------------------------------------------------- run

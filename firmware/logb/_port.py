@@ -41,7 +41,8 @@ else:
 
 # The wrap period of the ticks counter: 2**30 on every 32-bit port (and in
 # the CPython emulation), 2**62 on 64-bit ports.
-TICKS_PERIOD = ticks_add(0, -1) + 1
+TICKS_PERIOD_M1 = ticks_add(0, -1)
+TICKS_PERIOD = TICKS_PERIOD_M1 + 1
 # True when a tick count splits into (wraps, ticks) with 2**30 per wrap, the
 # case the writer packs without ever making an integer of 2**30 or more.
 PERIOD_30 = TICKS_PERIOD == 1 << 30

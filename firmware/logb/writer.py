@@ -21,7 +21,7 @@ idle streams' frames go out within `flush_ms`.
 """
 
 from . import crc as _crc
-from ._port import PERIOD_30, pack_into, TICKS_PERIOD, Deflater, hexlify, random_bytes, ticks_add, ticks_diff, ticks_us
+from ._port import PERIOD_30, TICKS_PERIOD, TICKS_PERIOD_M1, pack_into, Deflater, hexlify, random_bytes, ticks_add, ticks_diff, ticks_us
 from .config import KIND_BRANCH, KIND_MESSAGE, KIND_RAW, check_schema, read, selects
 
 try:
@@ -41,6 +41,7 @@ _FT_END = const(0x40)
 _EXT_KEY = const(0x20000000)  # extended ids: key = id | 1 << 29 (a small int)
 _CODEC_DEFLATE = const(3)
 _KIND_SENSOR = const(-1)
+_PM1 = TICKS_PERIOD_M1  # TICKS_PERIOD - 1: a small int on every port
 
 DUR_FRAME = "frame"
 DUR_SEGMENT = "segment"
@@ -123,14 +124,15 @@ class Stream:
         self.size = size
         self.cap = cap
         self.buf = bytearray(_HDR + cap * size + 4)
-        self.n = 0
-        self.off = _HDR
+        self.off = _HDR  # where the next record goes; _HDR: the frame is empty
+        self.end = _HDR + cap * size  # off at which the frame is full
         self.t0 = 0  # ticks of the frame's axis_base (its first record)
         self.e0 = 0  # wraps of the ticks counter at t0
         self.fmt = fmt
         self.kind = kind
         self.raw = kind == KIND_RAW
-        self.plen = plen if kind != KIND_RAW else -1
+        # payload length a frame must have to take the fast path (-1: never, the raw bus stream)
+        self.plen = plen if kind != KIND_RAW and not w._mirror else -1
         self.payload = plen
         self.select = select
         self.codec = codec
@@ -139,27 +141,30 @@ class Stream:
         self.records = 0
         self.frames = 0
 
+    @property
+    def n(self):
+        """Records in the frame being built."""
+        return (self.off - _HDR) // self.size
+
     def pend(self, t):
-        w = self.w
-        if self.n:
-            dt = ticks_diff(t, self.t0)
-            if dt < 0 or dt >= w._flush_ticks:
-                w._emit(self)
-                dt = 0
-                self.t0 = t
-                self.e0 = w._epoch(t)
-        else:
-            dt = 0
-            self.t0 = t
-            self.e0 = w._epoch(t)
         off = self.off
+        dt = 0
+        if off != _HDR:
+            dt = ticks_diff(t, self.t0)
+            if dt < 0 or dt >= self.w._flush_ticks:
+                self.w._emit(self)
+                off = _HDR
+                dt = 0
+        if off == _HDR:
+            self.t0 = t
+            self.e0 = self.w._epoch(t)
         pack_into("<I", self.buf, off, dt)
         return off + 4
 
     def finish(self):
-        self.n += 1
-        self.off += self.size
-        if self.n >= self.cap:
+        off = self.off + self.size
+        self.off = off
+        if off >= self.end:
             self.w._emit(self)
 
     def append(self, t, *values):
@@ -254,6 +259,7 @@ class Writer:
         self._branch = {}
         self._masked = []
         self._raw = None
+        self._dflt = None  # the stream of an id not in _exact, when no entry needs a look (the raw bus)
         self._mirror = mirror
         self._next_sid = 1
         self._deflater = None
@@ -388,6 +394,7 @@ class Writer:
         for e, st in msgs:
             if e.exact_key() < 0:
                 self._masked.append((e.kmask, e.key, st))
+        self._dflt = None if self._branch or self._masked else self._raw
 
     def _route(self, key, data):
         """The stream of a frame not in the exact-id table (branches, masks)."""
@@ -409,30 +416,35 @@ class Writer:
         3 FD, 4 BRS, 5 ESI, 6 tx; docs/SPEC.md §13.1), dlc (-1: from len(data)).
         Routed to the first matching per-message stream, else to the raw bus
         stream. Never raises for any frame; allocates nothing."""
-        st = self._exact.get(can_id | _EXT_KEY if flags & 1 else can_id)
-        if st is None:
+        st = self._exact.get(can_id | _EXT_KEY if flags & 1 else can_id, self._dflt)
+        if st is None:  # branches (multiplexers) and masked (J1939) entries
             st = self._route(can_id | _EXT_KEY if flags & 1 else can_id, data)
-            if st is None:
+            if st is None:  # no config loaded: nowhere to put CAN frames
                 return
-        if flags & 6 or st.plen != len(data) or self._mirror:
+        if flags & 6 or st.plen != len(data):
             self._append_raw(t, can_id, data, flags, dlc, st)
             return
-        n = st.n
-        if n:
-            dt = ticks_diff(t, st.t0)
-            if dt < 0 or dt >= self._flush_ticks:
-                self._emit(st)
-                n = 0
-        if not n:
+        # the per-message fast path: one pack_into per frame
+        off = st.off
+        if off == _HDR:
             st.t0 = t
             st.e0 = self._epoch(t)
             dt = 0
-        off = st.off
+        else:
+            dt = t - st.t0
+            if dt < 0:  # the counter wrapped (or time went back: then dt is huge)
+                dt += _PM1
+                dt += 1
+            if dt >= self._flush_ticks:
+                self._emit(st)
+                off = _HDR
+                st.t0 = t
+                st.e0 = self._epoch(t)
+                dt = 0
         pack_into(st.fmt, st.buf, off, dt, data)
-        st.off = off + st.size
-        n += 1
-        st.n = n
-        if n >= st.cap:
+        off += st.size
+        st.off = off
+        if off >= st.end:
             self._emit(st)
 
     def _append_raw(self, t, can_id, data, flags, dlc, msg):
@@ -444,41 +456,49 @@ class Writer:
             return
         if dlc < 0:
             dlc = _LEN2DLC[len(data)]
-        n = st.n
-        if n:
-            dt = ticks_diff(t, st.t0)
-            if dt < 0 or dt >= self._flush_ticks:
-                self._emit(st)
-                n = 0
-        if not n:
+        off = st.off
+        if off == _HDR:
             st.t0 = t
             st.e0 = self._epoch(t)
             dt = 0
-        off = st.off
+        else:
+            dt = t - st.t0
+            if dt < 0:
+                dt += _PM1
+                dt += 1
+            if dt >= self._flush_ticks:
+                self._emit(st)
+                off = _HDR
+                st.t0 = t
+                st.e0 = self._epoch(t)
+                dt = 0
         pack_into(st.fmt, st.buf, off, dt, can_id, flags, dlc, data)
-        st.off = off + st.size
-        n += 1
-        st.n = n
-        if n >= st.cap:
+        off += st.size
+        st.off = off
+        if off >= st.end:
             self._emit(st)
         if self._mirror and msg is not st and not flags & 6:
             # docs/SPEC.md §13.7: the first payload_len data bytes, zero-padded
-            n = msg.n
-            if n:
-                dt = ticks_diff(t, msg.t0)
-                if dt < 0 or dt >= self._flush_ticks:
-                    self._emit(msg)
-                    n = 0
-            if not n:
+            off = msg.off
+            if off == _HDR:
                 msg.t0 = t
                 msg.e0 = self._epoch(t)
                 dt = 0
-            off = msg.off
+            else:
+                dt = t - msg.t0
+                if dt < 0:
+                    dt += _PM1
+                    dt += 1
+                if dt >= self._flush_ticks:
+                    self._emit(msg)
+                    off = _HDR
+                    msg.t0 = t
+                    msg.e0 = self._epoch(t)
+                    dt = 0
             pack_into(msg.fmt, msg.buf, off, dt, data)
-            msg.off = off + msg.size
-            n += 1
-            msg.n = n
-            if n >= msg.cap:
+            off += msg.size
+            msg.off = off
+            if off >= msg.end:
                 self._emit(msg)
 
     def lost(self, controller=0, buffer=0, stream=None):
@@ -512,7 +532,7 @@ class Writer:
         self._due = ticks_add(now, self._scan)
         fl = self._flush_ticks
         for st in self._streams:
-            if st.n and ticks_diff(now, st.t0) >= fl:
+            if st.off != _HDR and ticks_diff(now, st.t0) >= fl:
                 self._emit(st)
 
     def flush(self):
@@ -523,12 +543,12 @@ class Writer:
 
     # ------------------------------------------------------------ frames
     def _emit(self, st):
-        n = st.n
-        if not n:
+        size = st.off - _HDR
+        if not size:
             return
+        n = size // st.size
         self._before_frame()
         b = st.buf
-        size = st.off - _HDR
         t = st.t0
         e = st.e0
         codec = 0
@@ -556,7 +576,6 @@ class Writer:
         self._crc(b, 0, end, cs)
         _crc.store(cs, b, end)
         self._put(b, end + 4)
-        st.n = 0
         st.off = _HDR
         st.frames += 1
         st.records += n

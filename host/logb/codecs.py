@@ -5,6 +5,7 @@ stream that decodes to anything but exactly raw_size bytes or carries bytes
 after its end.
 """
 
+import threading
 import zlib
 
 import numpy as np
@@ -80,9 +81,21 @@ def _deflate_decode(stored, raw_size):
     return out
 
 
+_local = threading.local()
+
+
+def _zstd_decompressor():
+    """One ZstdDecompressor per thread (they are not thread-safe): making one
+    per frame cost more than decompressing a small frame."""
+    d = getattr(_local, "zstd", None)
+    if d is None:
+        d = _local.zstd = _zstd().ZstdDecompressor()
+    return d
+
+
 def _zstd_decode(stored, raw_size):
     zstandard = _zstd()
-    d = zstandard.ZstdDecompressor().decompressobj()
+    d = _zstd_decompressor().decompressobj()
     parts, total = [], 0
     try:
         # Feed in slices so a small hostile frame cannot make one huge output.

@@ -412,7 +412,8 @@ def read_logb(f, streams=None):
     for s, cols, ns, ok in parts:
         ticks = ns if dated else _axis_ns(cols)
         ticks = _ns_to_ticks(ticks, exp)
-        buses[s.name] = Bus(s.name, ticks, cols.raw["id"].astype(np.uint32), cols.raw["flags"].astype(np.uint8),
+        name = s.name if s.name not in buses else f"{s.name}-{s.uuid.hex()[:8]}"  # two devices' can0
+        buses[name] = Bus(name, ticks, cols.raw["id"].astype(np.uint32), cols.raw["flags"].astype(np.uint8),
                             cols.raw["dlc"].astype(np.uint8), np.ascontiguousarray(cols.raw["data"]))
     start = None
     meta = f.sessions[0].meta if f.sessions else {}
