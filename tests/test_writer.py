@@ -133,3 +133,15 @@ def test_write_records_takes_prebuilt_records():
         sw.write_records(rows.tobytes()[:4], axis_base=30)
     cols = logb.LogbFile(bio.getvalue()).stream("v").columns()
     assert cols.raw["x"].tolist() == [7, 8, 9, 7, 8] and cols.axis.tolist() == [0, 10, 20, 30, 40]
+
+
+def test_compression_level_is_the_writers_choice():
+    sizes = []
+    for level in (1, 19):
+        bio = io.BytesIO()
+        with logb.Writer(bio) as w:
+            w.add_stream(SCHEMA, codec=Codec.zstd, level=level).write_batch(
+                {"x": (np.arange(20000) * 7919) % 1000})
+        sizes.append(len(bio.getvalue()))
+        assert logb.LogbFile(bio.getvalue()).stream("v").records == 20000
+    assert sizes[1] < sizes[0]

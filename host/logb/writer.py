@@ -44,7 +44,8 @@ def encode_records(schema, columns, count):
 
 
 class StreamWriter:
-    def __init__(self, writer, stream_id, schema, codec, transpose):
+    def __init__(self, writer, stream_id, schema, codec, transpose, level=None):
+        self.level = level
         self.writer = writer
         self.stream_id = stream_id
         self.schema = schema
@@ -98,7 +99,7 @@ class StreamWriter:
         if self.filter == Filter.transpose:
             fixed = codecs.transpose(fixed, count, s.record_size)
         region = fixed + tail
-        payload = Data(header, codecs.compress(region, self.codec)).encode()
+        payload = Data(header, codecs.compress(region, self.codec, self.level)).encode()
         self.writer._before_data()
         pos = self.writer._emit(FrameType.DATA, payload, self.stream_id)
         self.index.append((pos, first, count, run_id))
@@ -176,14 +177,15 @@ class Writer:
             self._start_segment()
 
     # public API
-    def add_stream(self, schema, codec=Codec.zstd, transpose=True):
-        """Declare a stream; its SCHEMA goes into this and every later segment."""
+    def add_stream(self, schema, codec=Codec.zstd, transpose=True, level=None):
+        """Declare a stream; its SCHEMA goes into this and every later segment.
+        `level` is the codec's compression level (zstd 1..22, deflate 0..9)."""
         if not isinstance(schema, Schema):
             raise TypeError("add_stream takes a Schema")
         schema.validate()
         if any(sw.schema.uuid == schema.uuid for sw in self._streams):
             raise ValueError(f"stream uuid {schema.uuid.hex()} declared twice")
-        sw = StreamWriter(self, len(self._streams) + 1, schema, codec, transpose)
+        sw = StreamWriter(self, len(self._streams) + 1, schema, codec, transpose, level)
         self._streams.append(sw)
         if self._segment_start is not None:
             self._emit(FrameType.SCHEMA, schema.encode(), sw.stream_id)
