@@ -286,6 +286,10 @@ def main(argv=None):
     runs = max(5, args.runs)
     started = time.perf_counter()
     n = args.frames
+    # This part is the pure-Python baseline (children too); the C backend's
+    # section comes from tools/bench_cbridge.py, run at the end.
+    os.environ["LOGB_BACKEND"] = "python"
+    logb._backend.use("python")
 
     # 1. the trace
     d = ensure_trace(args.cache, n)
@@ -383,7 +387,10 @@ def main(argv=None):
     log(f"wrote {args.output} in {elapsed:.0f} s")
     for p in (big_z, big_n):
         p.unlink()
-    return 0
+    import bench_cbridge  # the C backend side by side (issue 3); appends its section
+
+    return bench_cbridge.main(["--frames", str(n), "--runs", str(runs), "--batch", str(args.batch),
+                               "--cache", str(args.cache), "--output", str(args.output)])
 
 
 def render(args, n, runs, meta, variants, write_stats, cases, dec, decoded_bytes, ver, crc, rss, bigs,

@@ -78,14 +78,14 @@ class Deflater:
 
     def __init__(self, capacity: int, wbits: int = 10) -> None:
         self.wbits = wbits
-        try:
+        if MICROPYTHON:  # (CPython may have an unrelated PyPI package named deflate)
             import deflate  # type: ignore[import-not-found]
             import io
 
             self._mod = deflate
             self._bio = io.BytesIO(capacity)
             self._zlib = None  # type: ignore[assignment]
-        except ImportError:
+        else:
             import zlib  # type: ignore[import-not-found]  # CPython only
 
             self._mod = None  # type: ignore[assignment]

@@ -22,8 +22,9 @@ _SELECT_KEY = b"\x0f\x00\x00\x00logb.can.select"
 class Entry:
     """One config entry, with what routing needs precomputed."""
 
-    def __init__(self, index, match_id, mask, kind, payload_len, record_size, schema):
+    def __init__(self, index, match_id, mask, kind, payload_len, record_size, schema, offset=0):
         self.index = index
+        self.offset = offset  # where the schema payload starts in the config file
         self.match_id = match_id
         self.mask = mask
         self.kind = kind
@@ -123,7 +124,7 @@ def parse(data):
         pos += 16
         if pos + n > len(data):
             raise ValueError("LBCF entry %d's schema runs past the end" % i)
-        out.append(Entry(i, match_id, mask, kind, plen, rsize, bytes(data[pos:pos + n])))
+        out.append(Entry(i, match_id, mask, kind, plen, rsize, bytes(data[pos:pos + n]), pos))
         pos += n
     if pos != len(data):
         raise ValueError("%d bytes after the last LBCF entry" % (len(data) - pos))

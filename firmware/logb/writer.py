@@ -21,7 +21,7 @@ idle streams' frames go out within `flush_ms`.
 """
 
 from . import crc as _crc
-from ._port import PERIOD_30, TICKS_PERIOD, TICKS_PERIOD_M1, pack_into, Deflater, hexlify, random_bytes, ticks_add, ticks_diff, ticks_us
+from ._port import MICROPYTHON, PERIOD_30, TICKS_PERIOD, TICKS_PERIOD_M1, pack_into, Deflater, hexlify, random_bytes, ticks_add, ticks_diff, ticks_us
 from .config import KIND_BRANCH, KIND_MESSAGE, KIND_RAW, check_schema, read, selects
 
 try:
@@ -115,12 +115,17 @@ class Stream:
     is simply overwritten by the next pend.
     """
 
-    def __init__(self, w, sid, name, schema, size, cap, fmt, kind, plen, select, codec):
+    def __init__(self, w, sid, name, schema, size, cap, fmt, kind, plen, select, codec, src=None):
         self.w = w
         self.sid = sid
         self.name = name
-        self.schema_frame = frame_bytes(_FT_SCHEMA, sid, schema)
-        self.chunks = w._chunks(self.schema_frame)
+        frame = frame_bytes(_FT_SCHEMA, sid, schema)
+        if src is None:  # the SCHEMA frame stays in RAM, in page-sized pieces
+            self.chunks = w._chunks(frame)
+            self.src = None
+        else:  # restated from the config file: (file offset, payload length, header + CRC)
+            self.chunks = ()
+            self.src = (src, len(schema), bytes(frame[:8]), bytes(frame[-4:]))
         self.size = size
         self.cap = cap
         self.buf = bytearray(_HDR + cap * size + 4)
@@ -264,6 +269,8 @@ class Writer:
         self._next_sid = 1
         self._deflater = None
         self._deflate_wbits = deflate_wbits
+        self._cfg = None  # the open config file SCHEMA payloads are restated from
+        self._scratch = None
         self._zbuf = None
         self._zview = None
         self._closed = False
@@ -304,7 +311,7 @@ class Writer:
         return tuple(mv[i:i + p] for i in range(0, len(data), p))
 
     def add_stream(self, schema, record_size, fmt=None, capacity=None, codec="none", _kind=_KIND_SENSOR,
-                   _plen=0, _select=(), _sid=0):
+                   _plen=0, _select=(), _sid=0, _src=None):
         """Declare a stream from its SCHEMA payload (bytes). Its records are
         `record_size` bytes starting with `t` (u32 µs ticks since the frame's
         axis_base: axis explicit on field 0, exp -6, scale 1). `fmt`: the
@@ -322,11 +329,10 @@ class Writer:
         if codec == "deflate":
             code = _CODEC_DEFLATE
             self._need_deflate()
-        st = Stream(self, sid, name, schema, record_size, cap, fmt, _kind, _plen, _select, code)
+        st = Stream(self, sid, name, schema, record_size, cap, fmt, _kind, _plen, _select, code, _src)
         self._streams.append(st)
         if self._seq >= 0:  # mid-segment: bind it now, before its first DATA frame
-            for c in st.chunks:
-                self._put(c, len(c))
+            self._put_schema(st)
         return st
 
     def _need_deflate(self):
@@ -344,11 +350,19 @@ class Writer:
         schema, fmt, size = sensor_schema(name, fields, uuid=uuid, device=device)
         return self.add_stream(schema, size, fmt=fmt, capacity=capacity, codec=codec)
 
-    def load_config(self, src, codec="none"):
+    def load_config(self, src, codec="none", schemas="flash"):
         """Declare the CAN streams of an LBCF config (path, file or bytes).
         Entry i becomes stream_id i + 1; entries of unknown kind are skipped
-        (their stream_id stays unused). Returns the streams."""
+        (their stream_id stays unused). Returns the streams.
+
+        schemas="flash" (with a path): the SCHEMA payloads are not kept in
+        RAM; the config file stays open and each segment copies them from it
+        through a small buffer (no allocation). "ram": kept in RAM."""
         entries = read(src)
+        from_file = schemas == "flash" and isinstance(src, str) and self._cfg is None
+        if from_file:
+            self._cfg = open(src, "rb")
+            self._scratch = bytearray(128)
         base = self._next_sid - 1
         made = []
         for e in entries:
@@ -359,13 +373,15 @@ class Writer:
                 if e.record_size != 10 + e.payload_len:
                     raise ValueError("raw bus entry: record_size %d for %d-byte payloads" % (e.record_size, e.payload_len))
                 st = self.add_stream(e.schema, e.record_size, "<IIBB%ds" % e.payload_len, codec=codec,
-                                     _kind=KIND_RAW, _plen=e.payload_len, _sid=sid)
+                                     _kind=KIND_RAW, _plen=e.payload_len, _sid=sid,
+                                     _src=e.offset if from_file else None)
                 self._raw = st
             elif e.kind in (KIND_MESSAGE, KIND_BRANCH):
                 if e.record_size < 4 + e.payload_len:
                     raise ValueError("entry %d: record_size %d < 4 + %d" % (e.index, e.record_size, e.payload_len))
                 st = self.add_stream(e.schema, e.record_size, "<I%ds" % e.payload_len, codec=codec,
-                                     _kind=e.kind, _plen=e.payload_len, _select=e.select, _sid=sid)
+                                     _kind=e.kind, _plen=e.payload_len, _select=e.select, _sid=sid,
+                                     _src=e.offset if from_file else None)
             else:
                 self._next_sid = max(self._next_sid, sid + 1)
                 continue
@@ -615,12 +631,41 @@ class Writer:
                   (seq >> 32) & 0xFFFF, 0, 0, 0)
         self._ctl_emit(32)
         for st in self._streams:
-            for ch in st.chunks:
-                self._put(ch, len(ch))
+            self._put_schema(st)
         for ch in self._meta:
             self._put(ch, len(ch))
         for st in self._streams:
             self._loss(st)
+
+    def _put_schema(self, st):
+        if st.src is None:
+            for ch in st.chunks:
+                self._put(ch, len(ch))
+            return
+        off, n, head, tail = st.src
+        self._put(head, 8)  # the frame header; the payload comes from the config file
+        sc = self._scratch
+        f = self._cfg
+        assert sc is not None and f is not None
+        try:
+            f.seek(off)
+            while n > 0:
+                k = n if n < len(sc) else len(sc)
+                if MICROPYTHON:
+                    got = f.readinto(sc, k)
+                else:
+                    got = f.readinto(memoryview(sc)[:k])
+                if not got:
+                    raise OSError(5)
+                self._put(sc, got)
+                n -= got
+        except OSError:
+            self.errors += 1
+            while n > 0:  # keep the frame's length: the CRC will not match, a reader skips it
+                k = n if n < len(sc) else len(sc)
+                self._put(sc, k)
+                n -= k
+        self._put(tail, 4)  # the CRC, computed once at load
 
     def _ctl_emit(self, plen):
         c = self._ctl
@@ -697,6 +742,9 @@ class Writer:
         self._ctl_emit(16)
         self._sync_out()
         self._closed = True
+        if self._cfg is not None:
+            self._cfg.close()
+            self._cfg = None
 
     def __enter__(self):
         return self

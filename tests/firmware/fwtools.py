@@ -130,10 +130,10 @@ def raw_only_config(fd=False):
     return encode_config([ConfigEntry(0, 0, 0, 64 if fd else 8, s.record_size, s.encode())])
 
 
-def synth_frames(compiled, n, seed=7, start=(1 << 30) - 3_000_000, gap=(80, 400)):
+def synth_frames(compiled, n, seed=7, start=(1 << 30) - 1_000_000, gap=(80, 400)):
     """n frames: mostly the config's messages (right lengths), some unknown
     ids, extended ids, wrong lengths, remote frames; ticks mod 2**30 starting
-    3 s before a wrap. Returns [(ticks, id, flags, data)]."""
+    1 s before a wrap. Returns [(ticks, id, flags, data)]."""
     rnd = random.Random(seed)
     msgs = [(e.frame_id, e.extended, e.payload_len) for e in compiled.entries if not e.mux]
     out = []

@@ -21,7 +21,8 @@ with open("/in/frames.bin", "rb") as f:
 
 sink = io.BytesIO(params.get("sink_capacity", 4 << 20))
 clock = scenario.Clock(items[0][0] if items else 0)
-w, streams, sensor = scenario.make_writer(sink, cfg, params, clock)
+# "cfg_path": schemas restated from the open config file (the default on a device), else from RAM
+w, streams, sensor = scenario.make_writer(sink, "/in/config.lbcf" if params.get("cfg_path") else cfg, params, clock)
 warm = min(params.get("warm", 2000), len(items))
 scenario.feed(w, sensor, items, clock, 0, warm)
 

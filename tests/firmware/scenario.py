@@ -8,9 +8,13 @@ Frames file: per frame u32 ticks, u32 id, u8 flags, u8 length, data.
 import struct
 
 try:
-    import fwlogb as logb  # CPython: the firmware package, loaded by fwload
+    import micropython  # noqa: F401
+
+    import logb  # MicroPython: the firmware package in /lib
 except ImportError:
-    import logb  # MicroPython
+    import fwload  # CPython: the firmware package, loaded as `fwlogb` next to the host's `logb`
+
+    logb = fwload.load()
 
 SESSION = "5ce9a2105ce9a2105ce9a2105ce9a210"
 

@@ -1,0 +1,420 @@
+"""The firmware writer (firmware/logb) under CPython: its bytes are checked by
+the host reader; the same code runs under MicroPython in test_fw_micropython.py."""
+
+import hashlib
+import io
+import struct
+
+import numpy as np
+import pytest
+
+import logb
+from logb.crc import crc32c as host_crc
+from logb.framing import encode_file_header, encode_frame
+from logb.scan import Report, check_header, iter_frames
+
+import fwload
+import fwtools
+import scenario
+
+pytestmark = pytest.mark.single_backend  # the device writer; the host reader's backends are tested elsewhere
+
+fw = fwload.load()
+crc = fwload.submodule("crc")
+fwschema = fwload.submodule("schema")
+sinks = fwload.submodule("sinks")
+writer_mod = fwload.submodule("writer")
+
+
+@pytest.fixture(scope="module")
+def trace_cfg():
+    return fwtools.compile_config()
+
+
+def record(cfg, frames, params=None, sink=None, sensor=True):
+    """Run scenario.py under CPython; returns the file bytes."""
+    params = dict(params or {})
+    params.setdefault("sensor", sensor)
+    sink = sink if sink is not None else io.BytesIO()
+    clock = scenario.Clock(frames[0][0] if frames else 0)
+    w, _, sen = scenario.make_writer(sink, cfg, params, clock)
+    scenario.feed(w, sen, frames, clock, 0, len(frames))
+    scenario.finish(w, clock)
+    return sink.getvalue() if hasattr(sink, "getvalue") else None, w
+
+
+def frames_of(data):
+    rep = Report()
+    return list(iter_frames(data, rep, check_header(data, rep)))
+
+
+# ---------------------------------------------------------------- CRC
+@pytest.mark.parametrize("data,value", [(b"123456789", 0xE3069283), (bytes(32), 0x8A9136AA),
+                                        (b"\xff" * 32, 0x62A8AB43), (bytes(range(32)), 0x46DD794E),
+                                        (bytes(range(31, -1, -1)), 0x113FDB5C)])
+def test_crc_vectors(data, value):  # check value and RFC 3720 B.4
+    assert crc.crc32c(data) == value
+
+
+def test_crc_every_length_and_offset():
+    blob = bytes((i * 73 + 11) & 0xFF for i in range(100))
+    st = crc.state()
+    out = bytearray(4)
+    for off in range(4):
+        for n in range(0, 70):
+            crc.begin(st)
+            crc.update(blob, off, off + n, st)
+            crc.store(st, out, 0)
+            assert int.from_bytes(out, "little") == host_crc(blob[off:off + n])
+    # chained pieces equal one pass
+    crc.begin(st)
+    for a, b in ((0, 3), (3, 50), (50, 51), (51, 100)):
+        crc.update(blob, a, b, st)
+    crc.store(st, out, 0)
+    assert int.from_bytes(out, "little") == host_crc(blob)
+
+
+def test_crc_backends_under_cpython():
+    assert crc.select("auto") == "pure"  # no cbridge module, no viper here
+    with pytest.raises(Exception):
+        crc.select("viper")
+    assert crc.select("pure") == "pure"
+
+
+# ---------------------------------------------------------------- frames and schemas
+def test_header_and_frames_equal_the_host_encoder():
+    sink = io.BytesIO()
+    fw.Writer(sink, session="0" * 32)
+    assert sink.getvalue() == b""  # nothing handed over before a page fills or a flush
+    w = fw.Writer(sink, session="0" * 32)
+    w.close()
+    data = sink.getvalue()
+    assert data[:16] == encode_file_header()
+    for fr in frames_of(data):
+        payload = data[fr.offset + 8:fr.offset + 8 + fr.payload_len]
+        assert data[fr.offset:fr.end] == encode_frame(fr.type, payload, fr.stream_id)
+
+
+def test_sensor_schema_equals_the_host_schema():
+    from logb import AxisKind, AxisMode, Conversion, DataType, Field, Schema
+
+    payload, fmt, size = fwschema.sensor_schema(
+        "coolant", [("temp", "h", "degC", -40.0, 0.125), ("rpm", "H", "1/min"), ("p", "f", "bar")], device="dev-1")
+    host = Schema(uuid=logb.stream_uuid("dev-1", "coolant"), name="coolant", record_bits=8 * size,
+                  axis_kind=AxisKind.time, axis_mode=AxisMode.explicit, axis_exp=-6, axis_unit="s", axis_step=0,
+                  axis_scale=1, axis_field=0,
+                  fields=(Field("t", 0, 32, DataType.uint, description="ticks since the frame's axis_base"),
+                          Field("temp", 32, 16, DataType.sint, unit="degC", conversion=Conversion.linear(-40.0, 0.125)),
+                          Field("rpm", 48, 16, DataType.uint, unit="1/min"),
+                          Field("p", 64, 32, DataType.float, unit="bar")))
+    assert payload == host.encode()
+    assert (fmt, size) == ("<hHf", 12)
+    host.validate()
+
+
+@pytest.mark.parametrize("n", [0, 1, 55, 56, 63, 64, 65, 119, 200])
+def test_pure_sha1_and_uuid5(n):
+    data = bytes((i * 7) & 0xFF for i in range(n))
+    assert fwschema._sha1(data) == hashlib.sha1(data).digest()
+    assert fwschema.stream_uuid("dev", "s%d" % n) == logb.stream_uuid("dev", "s%d" % n)
+
+
+# ---------------------------------------------------------------- recording
+def expected_routes(compiled, frames, mirror=False):
+    """Per stream name, the (ticks unwrapped, payload) the device must store."""
+    out = {}
+    unwrap, cur, last = [], None, None
+    for t, _, _, _ in frames:  # ticks_diff semantics: steps of less than half a period either way
+        cur = t if cur is None else cur + ((t - last + (1 << 29)) & ((1 << 30) - 1)) - (1 << 29)
+        last = t
+        unwrap.append(cur)
+    for (t, cid, fl, data), tu in zip(frames, unwrap):
+        e = None if fl & 6 else compiled.route(cid, bool(fl & 1), data)
+        if e is not None and (mirror or len(data) == e.payload_len):
+            out.setdefault(e.name, []).append((tu, bytes(data[:e.payload_len]).ljust(e.payload_len, b"\0")))
+            if not mirror:
+                continue
+        out.setdefault("can0", []).append((tu, cid, fl, bytes(data)))
+    return out
+
+
+@pytest.mark.parametrize("mirror", [False, True])
+def test_recording_decodes_to_the_routed_frames(trace_cfg, mirror):
+    cfg, compiled = trace_cfg
+    frames = fwtools.synth_frames(compiled, 6000)
+    data, w = record(cfg, frames, {"segment_bytes": 40000, "mirror": mirror})
+    f = logb.LogbFile(data)
+    assert f.report.clean, f.report.skipped
+    assert len(f.segments) >= 3 and len(f.sessions) == 1 and f.sessions[0].ended
+    want = expected_routes(compiled, frames, mirror)
+    for name, rows in want.items():
+        cols = f.stream(name).columns()
+        assert cols.axis.tolist() == [r[0] for r in rows], name
+        if name == "can0":
+            assert cols.raw["id"].tolist() == [r[1] for r in rows]
+            assert cols.raw["flags"].tolist() == [r[2] for r in rows]
+            assert cols.raw["dlc"].tolist() == [len(r[3]) for r in rows]
+            assert [bytes(x) for x in cols.raw["data"]] == [r[3].ljust(8, b"\0") for r in rows]
+        else:
+            assert [bytes(x) for x in cols.raw["data"]] == [r[1] for r in rows]
+    got = {s.name for s in f.streams.values() if s.records}
+    assert got == set(want) | {"coolant"}
+    assert f.stream("coolant").columns().raw["temp"].size == len(frames) // 64
+    # the axis crossed the 2**30 wrap of the ticks counter
+    assert f.stream("can0").columns().axis.max() > 1 << 30
+
+
+def test_session_facts_loss_counters_anchor_and_end(trace_cfg):
+    cfg, compiled = trace_cfg
+    frames = fwtools.synth_frames(compiled, 3000)
+    sink = io.BytesIO()
+    clock = scenario.Clock(frames[0][0])
+    w, streams, sen = scenario.make_writer(sink, cfg, {"segment_bytes": 30000}, clock)
+    w.lost(controller=3, buffer=2)
+    scenario.feed(w, sen, frames, clock, 0, len(frames))
+    scenario.finish(w, clock)
+    data = sink.getvalue()
+    f = logb.LogbFile(data)
+    s = f.sessions[0]
+    assert s.time_base == "monotonic" and s.id == scenario.SESSION
+    assert s.meta["logb.device"] == "scenario" and s.meta["logb.firmware"].startswith("logb-micropython")
+    assert s.meta["logb.durability"].startswith("frame;")
+    assert "unwrapped to 64 bit" in s.meta["logb.clock_source"]
+    assert len(s.anchors) == 1 and s.anchors[0].source == "gps"
+    # every segment restates schemas, session META and a loss META per stream, before its DATA
+    metas = [fr for fr in frames_of(data) if fr.type == 0x11 and fr.stream_id == 1]
+    assert len(metas) == len(f.segments) + 1  # each segment boundary, and close
+    last = metas[-1]
+    payload = data[last.offset + 8:last.offset + 8 + last.payload_len]
+    assert payload.endswith(b"\x01\x00\x00\x003" + struct.pack("<I", 16) + b"logb.lost.buffer\x01\x00\x00\x002")
+    ends = [fr for fr in frames_of(data) if fr.type == 0x40]
+    assert len(ends) == 1
+    index_back, session_bytes = struct.unpack_from("<QQ", data, ends[0].offset + 8)
+    assert index_back == 0 and session_bytes == ends[0].offset - 16
+
+
+def test_every_cut_is_a_valid_file():
+    """Rule 2 for the device writer's output: every prefix reads without an
+    exception and returns exactly the records of its complete frames."""
+    cfg = fwtools.raw_only_config()
+    frames = fwtools.read_candump(fwtools.TRACES / "lancer-candump.log", 60)
+    data, _ = record(cfg, frames, {"stream_bytes": 128, "raw_bytes": 160, "page": 256, "segment_bytes": 1200},
+                     sensor=False)
+    ends = [16] + [fr.end for fr in frames_of(data)]
+    full = logb.LogbFile(data).stream("can0").columns()
+    counts = {}
+    for fr in frames_of(data):
+        if fr.type == 0x20:
+            counts[fr.end] = int.from_bytes(data[fr.offset + 16:fr.offset + 20], "little")
+    for n in range(len(data) + 1):
+        f = logb.LogbFile(data[:n])
+        last = max(e for e in ends if e <= n) if n >= 16 else 0
+        k = sum(c for e, c in counts.items() if e <= n)
+        got = f.stream("can0").columns().axis if k else np.array([])
+        assert len(got) == k and (got == full.axis[:k]).all()
+        if n >= 16:
+            assert f.report.truncated == (last < n)
+            assert [(r.start, r.end, r.cause) for r in f.report.skipped] == ([] if last == n else [(last, n, "truncated")])
+
+
+class Recorder:
+    """A sink recording every write and flush (write(buf) only: no offsets)."""
+
+    def __init__(self):
+        self.data = bytearray()
+        self.writes = []
+        self.flushes = []
+
+    def write(self, b):
+        self.writes.append((len(self.data), len(b)))
+        self.data += bytes(b)
+
+    def flush(self):
+        self.flushes.append(len(self.data))
+
+
+@pytest.mark.parametrize("durability", ["frame", "segment", "close"])
+def test_durability_points_and_page_writes(trace_cfg, durability):
+    cfg, compiled = trace_cfg
+    frames = fwtools.synth_frames(compiled, 3000)
+    rec = Recorder()
+    _, w = record(cfg, frames, {"durability": durability, "segment_bytes": 30000}, sink=rec)
+    data = bytes(rec.data)
+    fl = frames_of(data)
+    ends = {fr.end for fr in fl}
+    page = 512
+    # writes never cross a page boundary of the file; all but flushes are whole pages
+    for off, n in rec.writes:
+        assert off // page == (off + n - 1) // page
+    assert all(n == page for off, n in rec.writes[:-1] if (off + n) not in rec.flushes) or durability != "close"
+    # every flush point is a frame boundary
+    assert set(rec.flushes) <= ends
+    data_ends = [fr.end for fr in fl if fr.type == 0x20]
+    syncs = [fr.offset for fr in fl if fr.type == 0x01]
+    if durability == "frame":
+        assert set(data_ends) <= set(rec.flushes)
+    elif durability == "segment":
+        assert set(syncs[1:]) <= set(rec.flushes) and len(rec.flushes) == len(syncs)
+    else:
+        assert rec.flushes == [len(data)]
+    assert rec.flushes[-1] == len(data)
+    assert logb.LogbFile(data).report.clean
+
+
+def test_block_sink_holds_the_same_bytes(trace_cfg):
+    cfg, compiled = trace_cfg
+    frames = fwtools.synth_frames(compiled, 2500)
+    ref, _ = record(cfg, frames)
+    dev = sinks.RamBlockDevice(4096)
+    clock = scenario.Clock(frames[0][0])
+    bs = sinks.BlockSink(dev, first=3)
+    w, _, sen = scenario.make_writer(bs, cfg, {}, clock)
+    scenario.feed(w, sen, frames, clock, 0, len(frames))
+    scenario.finish(w, clock)
+    image = bytes(dev.data[3 * 512:])
+    assert image[:len(ref)] == ref and not any(image[len(ref):])
+
+
+def test_sink_errors_are_counted_not_raised(trace_cfg):
+    cfg, compiled = trace_cfg
+
+    class Flaky(Recorder):
+        def write(self, b):
+            if len(self.writes) % 7 == 3:
+                self.writes.append((-1, 0))
+                raise OSError(5, "EIO")
+            super().write(b)
+
+    frames = fwtools.synth_frames(compiled, 3000)
+    _, w = record(cfg, frames, sink=Flaky())
+    assert w.errors > 0
+
+
+def test_fd_frames_and_a_classic_raw_bus_stream(trace_cfg):
+    cfg, compiled = trace_cfg
+    sink = io.BytesIO()
+    clock = scenario.Clock(100)
+    w, _, _ = scenario.make_writer(sink, cfg, {"sensor": False}, clock)
+    w.append_can(100, 0x7FF, bytes(64), 8)  # CAN FD into a classic raw bus stream: counted as lost
+    w.append_can(110, 0x7FF, bytes(3), 0)
+    w.close()
+    f = logb.LogbFile(sink.getvalue())
+    assert f.stream("can0").records == 1 and w.streams[0].lost_buffer == 1
+    # an FD config stores it with the DLC code
+    cfg_fd = fwtools.raw_only_config(fd=True)
+    sink = io.BytesIO()
+    w = fw.Writer(sink, session="1" * 32, ticks=lambda: 0)
+    w.load_config(cfg_fd)
+    w.append_can(5, 0x123, bytes(range(48)), 8 | 16)
+    w.append_can(6, 0x124, b"", 2, dlc=4)  # remote frame: dlc is the requested length
+    w.close()
+    cols = logb.LogbFile(sink.getvalue()).stream("can0").columns()
+    assert cols.raw["dlc"].tolist() == [14, 4] and cols.raw["flags"].tolist() == [24, 2]
+    assert bytes(cols.raw["data"][0]) == bytes(range(48)) + bytes(16)
+
+
+def test_multiplexed_and_j1939_routing_matches_the_host():
+    for dbc in ("cantools-multiplex_2.dbc", "cantools-j1939.dbc"):
+        cfg, compiled = fwtools.compile_config(fwtools.SHARED / "data" / "dbc" / dbc)
+        rnd = __import__("random").Random(5)
+        frames = []
+        t = 1000
+        ids = [(e.frame_id, e.extended, e.payload_len) for e in compiled.entries]
+        for i in range(3000):
+            t += 100
+            cid, ext, ln = rnd.choice(ids)
+            if ext and rnd.random() < 0.5:
+                cid ^= rnd.choice((0x1C000000, 0xFF, 0x3F00))  # other priority / source / destination
+            data = bytes(rnd.choice((0, 1, 2, 3, rnd.randrange(256))) for _ in range(ln))
+            frames.append((t, cid, 1 if ext else 0, data))
+        data, _ = record(cfg, frames, sensor=False)
+        f = logb.LogbFile(data)
+        assert f.report.clean
+        want = expected_routes(compiled, frames)
+        for name, rows in want.items():
+            assert f.stream(name).columns().axis.tolist() == [r[0] for r in rows], (dbc, name)
+        assert sum(s.records for s in f.streams.values()) == len(frames)
+
+
+def test_time_rules_gaps_backwards_and_flush_interval(trace_cfg):
+    cfg, compiled = trace_cfg
+    mid = compiled.entries[0]
+    frames = []
+    t = (1 << 30) - 500
+    for step in (100, 100, 300_000, 100, -50, -200, 100, 2_000_000, 100):  # gaps, steps back, a wrap
+        t = (t + step) & ((1 << 30) - 1)
+        frames.append((t, mid.frame_id, 0, bytes(mid.payload_len)))
+    data, _ = record(cfg, frames, {"flush_ms": 200}, sensor=False)
+    f = logb.LogbFile(data)
+    cols = f.stream(mid.name).columns()
+    assert cols.axis.tolist() == [r[0] for r in expected_routes(compiled, frames)[mid.name]]
+    # a new DATA frame after a gap of flush_ms or more, and for a record before its frame's axis_base
+    counts = [int.from_bytes(data[fr.offset + 16:fr.offset + 20], "little")
+              for fr in frames_of(data) if fr.type == 0x20 and fr.stream_id == 2]
+    assert counts == [2, 3, 2, 2]
+
+
+def test_deflate_frames_decode_like_codec_none():
+    cfg = fwtools.raw_only_config()
+    frames = fwtools.read_candump(fwtools.TRACES / "lancer-candump.log", 3000)
+    plain, _ = record(cfg, frames, sensor=False)
+    packed, _ = record(cfg, frames, {"codec": "deflate"}, sensor=False)
+    a = logb.LogbFile(plain).stream("can0").columns()
+    b = logb.LogbFile(packed).stream("can0").columns()
+    assert len(packed) < 0.8 * len(plain)
+    assert (a.axis == b.axis).all() and all((a.raw[k] == b.raw[k]).all() for k in a.raw)
+    codecs = {p[0] for p in iter_data_codecs(packed)}
+    assert 3 in codecs
+
+
+def iter_data_codecs(data):
+    for fr in frames_of(data):
+        if fr.type == 0x20:
+            yield (data[fr.offset + 8 + 16],)
+
+
+def test_writer_never_seeks_and_ram_does_not_grow(trace_cfg):
+    cfg, compiled = trace_cfg
+
+    class NoSeek:
+        def __init__(self):
+            self.n = 0
+
+        def write(self, b):
+            self.n += len(b)
+
+    clock = scenario.Clock(0)
+    w, _, sen = scenario.make_writer(NoSeek(), cfg, {"segment_bytes": 20000}, clock)
+    frames = fwtools.synth_frames(compiled, 4000)
+    scenario.feed(w, sen, frames, clock, 0, 2000)
+    before = {k: (len(v) if hasattr(v, "__len__") else v) for k, v in vars(w).items() if not k.startswith("__")}
+    scenario.feed(w, sen, frames, clock, 2000, 4000)
+    after = {k: (len(v) if hasattr(v, "__len__") else v) for k, v in vars(w).items() if not k.startswith("__")}
+    for k in ("_streams", "_exact", "_branch", "_masked", "_out", "_ctl"):
+        assert before[k] == after[k]
+
+
+def test_cbridge_hook_is_used_when_present(trace_cfg, monkeypatch):
+    """A firmware with the cbridge C module exposes logb_cbridge.crc32c_update
+    (buf, start, end, st); crc.select picks it first. Stand-in here: a module
+    doing the same through the host's CRC."""
+    import sys
+    import types
+
+    calls = []
+
+    def crc32c_update(buf, start, end, st):
+        raw = host_crc(bytes(buf[start:end]), (st[0] | (st[1] << 24)) ^ 0xFFFFFFFF) ^ 0xFFFFFFFF
+        st[0], st[1] = raw & 0xFFFFFF, raw >> 24
+        calls.append(end - start)
+
+    monkeypatch.setitem(sys.modules, "logb_cbridge", types.SimpleNamespace(crc32c_update=crc32c_update))
+    try:
+        assert crc.select("auto") == "c"
+        cfg, compiled = trace_cfg
+        frames = fwtools.synth_frames(compiled, 1500)
+        with_c, _ = record(cfg, frames)
+    finally:
+        monkeypatch.delitem(sys.modules, "logb_cbridge")
+        assert crc.select("auto") == "pure"
+    assert calls and with_c == record(cfg, frames)[0]
