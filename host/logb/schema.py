@@ -4,6 +4,7 @@ a schema is also what a SCHEMA frame carries.
 """
 
 import math
+from functools import cached_property
 from dataclasses import dataclass, field as dc_field
 
 from .binary import Builder, Cursor
@@ -206,9 +207,10 @@ class Schema:
     def record_size(self):
         return (self.record_bits + 7) // 8
 
-    @property
+    @cached_property
     def variable_fields(self):
-        return [f for f in self.fields if f.variable]
+        """The tail's fields, in declaration order (computed once: hot in decoding)."""
+        return tuple(f for f in self.fields if f.variable)
 
     def field_named(self, name):
         for f in self.fields:
