@@ -13,6 +13,7 @@ package(
         "config.py",
         "crc.py",
         "crc_viper.py",
+        "link.py",
         "schema.py",
         "sinks.py",
         "writer.py",

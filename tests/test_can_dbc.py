@@ -23,7 +23,7 @@ from logb.can import layout  # noqa: E402
 from logb.can.config import (  # noqa: E402
     ENTRY, HEADER, MAGIC, config_entries, encode_config, read_config, write_config)
 from logb.can.dbc import (  # noqa: E402
-    EXACT_MASK, KIND_MESSAGE, KIND_MUX, KIND_RAW, compile_dbc, motorola_offset, signals_of)
+    EXACT_MASK, KIND_MESSAGE, KIND_MUX, KIND_RAW, compile_dbc, motorola_offset, raw_stream_uuid, signals_of)
 from logb.can.decode import decode_payloads, frame_keys, route_rows  # noqa: E402
 
 DATA = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data" / "dbc"
@@ -274,7 +274,13 @@ def test_lbcf_layout_is_exactly_as_specified(tmp_path):
         seen.append((match_id, mask, kind, plen, rsize, data[pos:pos + slen]))
         pos += slen
     assert pos == len(data)
-    assert seen[0][:5] == (0, 0, KIND_RAW, 8, 18) and seen[0][5] == c.raw_schema.encode()
+    # the device config's raw bus stream declares exclusive routing (SPEC §13.4, §13.7):
+    # the host's (mirror) schema with the routing meta and the exclusive uuid
+    raw = c.raw_bus_schema("exclusive")
+    assert seen[0][:5] == (0, 0, KIND_RAW, 8, 18) and seen[0][5] == raw.encode()
+    assert raw.meta_dict()["logb.can.routing"] == "exclusive" and c.raw_schema.meta_dict()["logb.can.routing"] == "mirror"
+    assert raw.uuid == raw_stream_uuid("can0", "logb", routing="exclusive") != c.raw_schema.uuid
+    assert raw.uuid[:15] == c.raw_schema.uuid[:15] and raw.uuid[15] ^ c.raw_schema.uuid[15] == 1
     for (match_id, mask, kind, plen, rsize, sb), e in zip(seen[1:], c.entries):
         assert (match_id, mask, plen, rsize, sb) == (e.match_id, e.match_mask, 8, 12, e.schema.encode())
         assert kind == (KIND_MUX if e.mux else KIND_MESSAGE)

@@ -1,7 +1,17 @@
-"""Benchmarks of the pure-Python Logb backend against its peers, side by side.
+"""Every benchmark of BENCHMARKS.md, each section regenerated in place.
 
 Usage: python tools/bench.py [--frames N] [--runs R] [--cache DIR] [--output FILE]
-       (normally through `./run bench`, which rewrites BENCHMARKS.md)
+                             [--only core,formats,...] [--skip firmware,...]
+       (normally through `./run bench`, which sets up the tools first)
+
+BENCHMARKS.md is built from marked blocks (<!-- NAME:begin --> ... <!-- NAME:end -->,
+tools/benchmd.py), each owned by one script that replaces only its own block:
+core (this file: the pure-Python backend against its peers), formats
+(tools/bench_formats.py), can (tools/bench_can.py), cbridge
+(tools/bench_cbridge.py) and firmware (firmware/bench/run_bench.py, MicroPython
+in Node.js: needs what tools/setup.d/30-firmware.sh installs; skipped with a
+note, its block kept, when that is missing). --only/--skip choose blocks;
+everything else in the file stays as it is.
 
 Every figure is a median with its min–max over R runs in this one process, on
 one shared trace (/work/shared/bench/gen_trace.py, cached under out/bench/).
@@ -16,6 +26,7 @@ import json
 import os
 import pathlib
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -31,6 +42,9 @@ from logb.crc import crc32c, crc32c_pure
 from logb.framing import FILE_HEADER_SIZE
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+import benchmd  # noqa: E402  (the marked blocks of BENCHMARKS.md)
+
 GEN_TRACE = pathlib.Path(os.environ.get("LOGB_GEN_TRACE", ROOT.parent / "shared" / "bench" / "gen_trace.py"))
 
 # The 18-byte raw record of trace.bin, and the Logb schema that mirrors it.
@@ -278,11 +292,18 @@ def main(argv=None):
     ap.add_argument("--copies", type=int, default=4, help="copies of the zstd file for the RSS test")
     ap.add_argument("--cache", type=pathlib.Path, default=ROOT / "out" / "bench")
     ap.add_argument("--output", type=pathlib.Path, default=ROOT / "BENCHMARKS.md")
+    ap.add_argument("--only", metavar="NAMES", help=f"comma-separated blocks to regenerate ({','.join(benchmd.BLOCKS)})")
+    ap.add_argument("--skip", metavar="NAMES", help="comma-separated blocks to leave as they are")
+    ap.add_argument("--verify-bytes", type=float, default=None,
+                    help="cbridge: size of its verify files (its default: 1 GB)")
+    ap.add_argument("--fw-frames", type=int, default=20000, help="firmware: frames per workload (default 20000)")
+    ap.add_argument("--fw-reps", type=int, default=5, help="firmware: runs per case (default 5)")
     ap.add_argument("--_rss-worker", nargs=2, metavar=("MODE", "PATH"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args._rss_worker:
         rss_worker(*args._rss_worker)
         return 0
+    wanted = chosen_blocks(args.only, args.skip)
     runs = max(5, args.runs)
     started = time.perf_counter()
     n = args.frames
@@ -293,6 +314,75 @@ def main(argv=None):
 
     # 1. the trace
     d = ensure_trace(args.cache, n)
+    if "core" in wanted:
+        core(args, d, n, runs, started)
+    if "formats" in wanted:
+        from bench_formats import section as formats_section  # CAN bytes per frame (tools/bench_formats.py)
+        benchmd.splice(args.output, "formats", formats_section(d, ROOT.parent / "shared" / "data" / "traces"))
+        log(f"formats: wrote its block of {args.output}")
+    if "can" in wanted:
+        import bench_can  # CAN signals to physical columns (tools/bench_can.py)
+        benchmd.splice(args.output, "can", bench_can.section(bench_can.run(d, runs)))
+        log(f"can: wrote its block of {args.output}")
+    rc = 0
+    if "cbridge" in wanted:
+        import bench_cbridge  # the C backend side by side (issue 3); splices its block
+
+        extra = ["--verify-bytes", str(args.verify_bytes)] if args.verify_bytes else []
+        rc = bench_cbridge.main(["--frames", str(n), "--runs", str(runs), "--batch", str(args.batch),
+                                 "--cache", str(args.cache), "--output", str(args.output)] + extra) or rc
+    if "firmware" in wanted:
+        rc = firmware(args) or rc
+    if "pull" in wanted:
+        import bench_pull  # pull over the serial link vs raw pyserial (issue 6); splices its block
+
+        rc = bench_pull.main(["--output", str(args.output)]) or rc
+    log(f"bench: done in {time.perf_counter() - started:.0f} s")
+    return rc
+
+
+def chosen_blocks(only, skip):
+    names = set(benchmd.BLOCKS)
+    pick = set(filter(None, (only or "").split(","))) or names
+    drop = set(filter(None, (skip or "").split(",")))
+    unknown = (pick | drop) - names
+    if unknown:
+        raise SystemExit(f"unknown block(s) {', '.join(sorted(unknown))}; known: {', '.join(benchmd.BLOCKS)}")
+    return pick - drop
+
+
+def firmware_missing():
+    """What the firmware benchmark needs and this machine lacks (tools/setup.d/30-firmware.sh)."""
+    sys.path.insert(0, str(ROOT / "tests" / "firmware"))
+    import fwtools
+
+    import importlib.util
+
+    need = (("node", shutil.which("node")), ("MicroPython for Node.js", fwtools.micropython_mjs()),
+            ("mpy-cross", fwtools.fw_bin("mpy-cross")),
+            ("pytest (its RAM phases come from tests/firmware)", importlib.util.find_spec("pytest")))
+    return [what for what, ok in need if not ok]
+
+
+def firmware(args):
+    """The firmware block: firmware/bench/run_bench.py in its own process (it drives MicroPython
+    in Node.js); skipped, its block kept, when the tools are not installed."""
+    missing = firmware_missing()
+    if missing:
+        log(f"firmware: skipped ({', '.join(missing)} not installed; `./run bench` installs them through "
+            f"tools/setup.d/30-firmware.sh); its block of {args.output} is kept as it was")
+        return 0
+    cmd = [sys.executable, str(ROOT / "firmware" / "bench" / "run_bench.py"), "--frames", str(args.fw_frames),
+           "--reps", str(args.fw_reps), "--output", str(args.output)]
+    log("firmware: " + " ".join(cmd[1:]) + " ...")
+    r = subprocess.run(cmd, stdout=subprocess.DEVNULL)
+    if r.returncode:
+        log(f"firmware: run_bench.py failed ({r.returncode}); its block is kept as it was")
+    return r.returncode
+
+
+def core(args, d, n, runs, started):
+    """The core block: the pure-Python backend against asammdf, numpy and the CRC peers."""
     meta = json.loads((d / "meta.json").read_text())
     rec = np.fromfile(d / "trace.bin", REC)
     assert len(rec) == n
@@ -379,18 +469,10 @@ def main(argv=None):
     elapsed = time.perf_counter() - started
     md = render(args, n, runs, meta, variants, write_stats, cases, dec, decoded_bytes, ver, crc, rss,
                 (big_z, big_n), sizes, elapsed)
-    from bench_formats import section as formats_section  # CAN bytes per frame (tools/bench_formats.py)
-    md += "\n" + formats_section(d, ROOT.parent / "shared" / "data" / "traces")
-    import bench_can  # CAN signals to physical columns (tools/bench_can.py)
-    md += "\n" + bench_can.section(bench_can.run(d, runs))
-    args.output.write_text(md)
-    log(f"wrote {args.output} in {elapsed:.0f} s")
+    benchmd.splice(args.output, "core", md)
+    log(f"core: wrote its block of {args.output} in {elapsed:.0f} s")
     for p in (big_z, big_n):
         p.unlink()
-    import bench_cbridge  # the C backend side by side (issue 3); appends its section
-
-    return bench_cbridge.main(["--frames", str(n), "--runs", str(runs), "--batch", str(args.batch),
-                               "--cache", str(args.cache), "--output", str(args.output)])
 
 
 def render(args, n, runs, meta, variants, write_stats, cases, dec, decoded_bytes, ver, crc, rss, bigs,
@@ -398,13 +480,13 @@ def render(args, n, runs, meta, variants, write_stats, cases, dec, decoded_bytes
     L = []
     w = L.append
     fsize = {k: v[2].stat().st_size for k, v in variants.items()}
-    w("# Benchmarks\n")
     w("Pure-Python Logb backend (`logb.backend == %r`) against its peers, on the shared synthetic CAN "
       "trace. This is the baseline a compiled backend has to beat. Figures are medians with the "
       "min–max of the runs in brackets; ratios are of medians. Nothing here is a pass/fail "
       "threshold.\n" % logb.backend)
     w("## Method\n")
-    w(f"- Rerun: `./run bench` (extra `host[bench]`; `tools/bench.py --frames {n} --runs {runs}`). "
+    w(f"- Rerun: `./run bench` (extra `host[bench]`; `tools/bench.py --frames {n} --runs {runs}`) regenerates "
+      f"every section of this file, each in its marked block (`--only core` for this one). "
       f"`--frames 100000` gives a quick run.")
     w(f"- Trace: `{GEN_TRACE.name}` ({GEN_TRACE}), {n:,} classic CAN frames, "
       f"{meta.get('n_ids', '?')} ids, {meta.get('span_s', 0):.0f} s span; generated once and "

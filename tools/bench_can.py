@@ -1,8 +1,9 @@
 """CAN signal decoding benchmark: all 126 signals of the shared trace to
 physical columns, Logb vs asammdf vs cantools vs a numpy floor, side by side.
 
-Usage: python tools/bench_can.py [--frames N] [--runs R] [--cache DIR]
-       (tools/bench.py runs it and puts its section into BENCHMARKS.md)
+Usage: python tools/bench_can.py [--frames N] [--runs R] [--cache DIR] [--output FILE]
+       (tools/bench.py runs it and puts its section into the `can` block of
+       BENCHMARKS.md, tools/benchmd.py; --output does the same to that file)
 
 Cases, each ending with every signal of every frame as a physical column:
 - Logb, per-message streams: LogbFile(path) + logb.can.decode.decode_file(f)
@@ -258,12 +259,19 @@ def main(argv=None):
     ap.add_argument("--frames", type=int, default=1_000_000)
     ap.add_argument("--runs", type=int, default=9)
     ap.add_argument("--cache", type=pathlib.Path, default=ROOT / "out" / "bench")
+    ap.add_argument("--output", type=pathlib.Path,
+                    help="replace the `can` block of this file, e.g. BENCHMARKS.md (default: print it)")
     args = ap.parse_args(argv)
     sys.path.insert(0, str(ROOT / "tools"))
+    import benchmd
     from bench import ensure_trace
 
     d = ensure_trace(args.cache, args.frames)
-    print(section(run(d, max(5, args.runs))))
+    md = section(run(d, max(5, args.runs)))
+    if args.output:
+        benchmd.splice(args.output, "can", md)
+    else:
+        print(md)
     return 0
 
 

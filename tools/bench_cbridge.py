@@ -2,7 +2,8 @@
 backend and the peers, side by side in one process (issue 3).
 
 Usage: python tools/bench_cbridge.py [--frames N] [--runs R] [--output FILE]
-       (./run bench runs it after tools/bench.py and appends its section)
+       (tools/bench.py runs it; it replaces the `cbridge` block of BENCHMARKS.md,
+       tools/benchmd.py, and nothing else)
 
 Every figure is a median with its min–max over R (>= 5) runs after one
 untimed warm-up; ratios are of medians, measured in the same run. The
@@ -30,11 +31,11 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
 import bench  # noqa: E402  (the trace, the Logb files and the peers' readers)
+import benchmd  # noqa: E402  (the marked blocks of BENCHMARKS.md)
 import logb  # noqa: E402
 from logb import Codec, _backend  # noqa: E402
 from logb.cli.main import main as logb_main  # noqa: E402
 
-START, END = "<!-- cbridge:start -->", "<!-- cbridge:end -->"
 MB, GB = 1e6, 1e9
 CB = ROOT / "cbridge"
 
@@ -204,7 +205,6 @@ def render(args, n, runs, d, files, crc, crc_pkg, dec, wr, verify, fw, elapsed):
     L = []
     w = L.append
     c = _backend.C
-    w(START)
     w("## C backend (cbridge) — issue 3\n")
     w("The same hot paths in portable C (`cbridge/`: CRC-32C, bit-field extraction and packing, "
       "transpose, tail walking) reached through cffi, against the pure-Python backend and the peers, "
@@ -353,7 +353,6 @@ def render(args, n, runs, d, files, crc, crc_pkg, dec, wr, verify, fw, elapsed):
       f"{(v['c'].median - v['size'] / v['crc'].rate(v['size'])[0]) / (v['copies'] * len(_frames_per_copy(files['none']))) * 1e6:.0f} µs "
       f"per DATA frame of {args.batch} records: larger frames, or a scan loop in C, would take it "
       f"further. One machine, one synthetic trace, warm caches: the ratios are the point.\n")
-    w(END)
     return "\n".join(L)
 
 
@@ -373,18 +372,6 @@ def _cc_version():
         return subprocess.run([cc, "--version"], capture_output=True, text=True).stdout.splitlines()[0]
     except (OSError, IndexError):
         return "unknown"
-
-
-def splice(path, section):
-    """Put `section` into `path` between the markers (appended if absent)."""
-    text = path.read_text() if path.exists() else "# Benchmarks\n"
-    if START in text and END in text:
-        head, rest = text.split(START, 1)
-        tail = rest.split(END, 1)[1]
-        text = head + section + tail
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    path.write_text(text)
 
 
 def main(argv=None):
@@ -424,7 +411,7 @@ def main(argv=None):
     fw = firmware_sizes()
     elapsed = time.perf_counter() - started
     section = render(args, n, runs, d, files, crc, crc_pkg, dec, wr, verify, fw, elapsed)
-    splice(args.output, section)
+    benchmd.splice(args.output, "cbridge", section)
     bench.log(f"cbridge: wrote its section of {args.output} in {elapsed:.0f} s")
     return 0
 

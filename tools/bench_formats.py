@@ -3,7 +3,8 @@ MDF4 (transposed+deflate), BLF and Parquet, on the 1 M-frame benchmark trace and
 the real traces in ../shared/data/traces.
 
 Usage: python tools/bench_formats.py [--frames N] [--cache DIR] [--traces DIR] [--output FILE]
-Called by tools/bench.py, which appends `section(...)` to BENCHMARKS.md. Sizes are
+Called by tools/bench.py, which puts `section(...)` into the `formats` block of
+BENCHMARKS.md (tools/benchmd.py); --output does the same to that file. Sizes are
 deterministic, so one run suffices (timings are not reported here).
 """
 
@@ -252,15 +253,17 @@ def main(argv=None):
     ap.add_argument("--frames", type=int, default=1_000_000)
     ap.add_argument("--cache", type=pathlib.Path, default=ROOT / "out" / "bench")
     ap.add_argument("--traces", type=pathlib.Path, default=ROOT.parent / "shared" / "data" / "traces")
-    ap.add_argument("--output", type=pathlib.Path, help="write the section here (default: stdout)")
+    ap.add_argument("--output", type=pathlib.Path,
+                    help="replace the `formats` block of this file, e.g. BENCHMARKS.md (default: print it)")
     args = ap.parse_args(argv)
     sys.path.insert(0, str(ROOT / "tools"))
+    import benchmd
     from bench import ensure_trace
 
     d = ensure_trace(args.cache, args.frames)
     md = section(d, args.traces)
     if args.output:
-        args.output.write_text(md)
+        benchmd.splice(args.output, "formats", md)
     else:
         print(md)
     return 0

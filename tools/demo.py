@@ -1,115 +1,160 @@
-"""The README's demo: record a real CAN trace and two sensor streams with the
-host writer, then show `logb info` and the first records of `logb dump`.
+"""The README's demo, end to end (`./run demo`):
 
-Usage: python tools/demo.py [OUT.logb]   (default: out/demo.logb)
+1. the simulated board (boards/sim: the MicroPython writer, firmware/logb,
+   on MicroPython 1.27 in Node.js, with an SD card that is a host file)
+   records a real CAN trace (../shared/data/traces/durango-aconoff-candump.log,
+   replayed at 3x real time) through the config compiled from a real DBC
+   (../shared/data/dbc/fca_giorgio.dbc, `logb dbc compile`), and serves the
+   Logb serial link (firmware/logb/link.py) on its "USB serial port": one end
+   of a pseudo-terminal pair;
+2. `logb tail` decodes what it records, live, over that port;
+3. `logb pull` copies the recording while it is still being written (up to
+   its last flushed frame, verified), and again once it is closed (only the
+   new bytes; the whole copy verified against the device's CRC-32C);
+4. `logb verify`, `logb decode --dbc` (CSV) and `logb plot` (PNG) on the copy.
+
+Usage: python tools/demo.py [OUT_DIR]   (default: out/demo)
+
+Without MicroPython for Node.js (tools/setup.d/30-firmware.sh installs it
+when node and npm exist) the same firmware code runs under CPython instead,
+and the demo says so.
 """
 
-import math
+import os
 import pathlib
+import shutil
+import subprocess
 import sys
+import time
+import tty
 
-import numpy as np
-
-import logb
-from logb import AxisKind, AxisMode, ByteOrder, Codec, Conversion, DataType, Field, Schema
 from logb.cli.main import main as logb_main
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-TRACE = ROOT.parent / "shared" / "data" / "traces" / "lancer-candump.log"
+SHARED = ROOT.parent / "shared" / "data"
+TRACE = SHARED / "traces" / "durango-aconoff-candump.log"
+DBC = SHARED / "dbc" / "fca_giorgio.dbc"
+SPEED = 3.0
+SIGNALS = ["NEW_MSG_11C.VEHICLE_SPEED", "ABS_6.BRAKE_PRESSURE_1", "coolant.temp"]
+sys.path.insert(0, str(ROOT / "boards" / "sim"))
+sys.path.insert(0, str(ROOT / "tests" / "firmware"))
 
 
-def read_candump(path, limit):
-    """(timestamps in µs, ids, payloads) from a `candump -L` log."""
-    ts, ids, data = [], [], []
-    with open(path) as fh:
-        for line in fh:
-            parts = line.split()
-            if len(parts) < 3 or "#" not in parts[2]:
+def step(text):
+    print(f"\n$ {text}", flush=True)
+
+
+class Board:
+    """The logger on the far end of the pseudo-terminal; `lines` is what it prints."""
+
+    def __init__(self, cmd, env, master):
+        self.proc = subprocess.Popen(cmd, env=env, pass_fds=(master,), stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, text=True)
+        self.lines = []
+
+    def wait_for(self, prefix, timeout):
+        end = time.monotonic() + timeout
+        os.set_blocking(self.proc.stdout.fileno(), False)
+        while time.monotonic() < end:
+            line = self.proc.stdout.readline()
+            if line:
+                self.lines.append(line.rstrip())
+                if line.startswith(prefix):
+                    return line.rstrip()
                 continue
-            can_id, payload = parts[2].split("#", 1)
-            raw = bytes.fromhex(payload)
-            ts.append(round(float(parts[0].strip("()")) * 1e6))
-            ids.append(int(can_id, 16))
-            data.append(raw.ljust(8, b"\0")[:8] + bytes([len(raw)]))
-            if len(ts) >= limit:
+            if self.proc.poll() is not None:
                 break
-    return np.array(ts, np.int64), np.array(ids, np.uint32), data
+            time.sleep(0.05)
+        raise SystemExit(f"demo: the board never printed {prefix!r}:\n" + "\n".join(self.lines[-20:]))
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
 
 
-def bus_schema():
-    return Schema(
-        uuid=logb.stream_uuid("demo-logger", "can0"), name="can0", record_bits=8 * 18,
-        axis_kind=AxisKind.time, axis_mode=AxisMode.explicit, axis_exp=-6, axis_unit="s",
-        axis_scale=1, axis_field=0,
-        fields=(
-            Field("t_us", 0, 32, DataType.uint, unit="us", description="µs since the frame's axis_base"),
-            Field("id", 32, 29, DataType.uint, description="CAN identifier"),
-            Field("dlc", 64, 8, DataType.uint),
-            Field("data", 72, 64, DataType.bytes, description="payload, zero-padded to 8 bytes"),
-            Field("byte0_hi", 72, 4, DataType.uint, ByteOrder.big, description="a nibble of byte 0, Motorola"),
-        ),
-    )
+def start_board(sd, master):
+    """The simulated board (MicroPython in Node.js), or the same firmware code under CPython."""
+    import fwtools
+    import run as sim
+
+    mjs = fwtools.micropython_mjs()
+    if mjs is not None and shutil.which("node"):
+        cfg = sim.build_config(DBC, "sim-logger", sd.parent / "vehicle.lbcf")
+        cmd, env = sim.command(sd / "rec-0001.logb", cfg, trace=TRACE, speed=SPEED, serial=f"fd:{master}",
+                               settings={"flush_ms": 250, "device": "sim-logger"})
+        env["LOGB_MICROPYTHON_MJS"] = str(mjs)
+        board = Board(cmd, env, master)
+        board.wait_for("READY", 60)
+        return board, "the simulated board: firmware/logb on MicroPython 1.27 (WebAssembly) in Node.js"
+    print("demo: MicroPython for Node.js is not installed (tools/setup.d/30-firmware.sh needs node and npm):\n"
+          "      running the same firmware code (firmware/logb: writer + link) under CPython instead")
+    cfg = sim.build_config(DBC, "sim-logger", sd.parent / "vehicle.lbcf")
+    cmd = [sys.executable, str(ROOT / "tests" / "serial" / "cpython_device.py"), "--tty", f"fd:{master}",
+           "--dir", str(sd), "--record", str(TRACE), "--name", "rec-0001.logb", "--speed", str(SPEED),
+           "--config", str(cfg)]
+    board = Board(cmd, dict(os.environ), master)
+    board.wait_for("READY", 60)
+    return board, "firmware/logb (writer + link) under CPython"
 
 
-def sensor_schema():
-    return Schema(
-        uuid=logb.stream_uuid("demo-logger", "coolant"), name="coolant", record_bits=16,
-        axis_kind=AxisKind.time, axis_mode=AxisMode.implicit, axis_exp=-3, axis_unit="s", axis_step=100,
-        fields=(
-            Field("temp", 0, 12, DataType.sint, unit="degC", conversion=Conversion.linear(-40.0, 0.125)),
-            Field("state", 12, 2, DataType.uint,
-                  conversion=Conversion.value_to_text([(0, "cold"), (1, "warm"), (2, "hot")], "fault")),
-        ),
-    )
-
-
-def record(out_path):
-    ts, ids, data = read_candump(TRACE, 20000)
-    t0 = int(ts[0])
-    with logb.Writer(out_path, time_base="monotonic", clock_source="candump -L host timestamps",
-                     segment_bytes=64 << 10, meta={"logb.device": "demo-logger"}) as w:
-        bus = w.add_stream(bus_schema(), codec=Codec.zstd, transpose=True)
-        sensor = w.add_stream(sensor_schema(), codec=Codec.deflate)
-        for start in range(0, len(ts), 2000):
-            sl = slice(start, start + 2000)
-            base = int(ts[sl][0] - t0)
-            payloads = [d[:8] for d in data[sl]]
-            bus.write_batch({"t_us": ts[sl] - t0 - base, "id": ids[sl],
-                             "dlc": [d[8] for d in data[sl]], "data": payloads,
-                             "byte0_hi": [p[0] >> 4 for p in payloads]}, axis_base=base)
-            n = 50
-            k = np.arange(start // 40, start // 40 + n)
-            temp_c = 60 + 30 * np.sin(k / 200.0)
-            sensor.write_batch({"temp": np.round((temp_c + 40) / 0.125).astype(np.int64),
-                                "state": np.digitize(temp_c, [50, 80])}, axis_base=int(k[0] * 100))
-        # A GPS fix arrives after the records it dates (rule 1 allows looking back).
-        w.anchor(axis_ns=0, wall_ns=int(ts[0]) * 1000, source="gps", uncertainty_ns=100)
-        w.anchor(axis_ns=int(ts[-1] - t0) * 1000, wall_ns=int(ts[-1]) * 1000 + 250, source="gps",
-                 uncertainty_ns=100)
-    return len(ts)
-
-
-def main():
-    out = pathlib.Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "out" / "demo.logb"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    n = record(out)
-    print(f"wrote {out} ({out.stat().st_size} bytes): {n} CAN frames from {TRACE.name} + a coolant sensor\n")
-    print(f"$ logb info {out.name}")
-    logb_main(["info", str(out)])
-    print(f"\n$ logb dump --stream coolant {out.name}   (first 5 records)")
-
-    class Head:
-        def __init__(self, n):
-            self.left = n
-
-        def write(self, s):
-            if self.left > 0:
-                sys.stdout.write(s)
-                self.left -= s.count("\n")
-
-    logb_main(["dump", "--stream", "coolant", str(out)], out=Head(5))
-    print(f"\n$ logb verify {out.name}")
-    return logb_main(["verify", str(out)])
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    out = pathlib.Path(argv[0]) if argv else ROOT / "out" / "demo"
+    if out.exists():
+        shutil.rmtree(out)
+    sd = out / "board-sd"  # the board's SD card (what the host sees of it is only the serial link)
+    copies = out / "pulled"
+    sd.mkdir(parents=True)
+    master, slave = os.openpty()
+    tty.setraw(slave)
+    os.set_blocking(master, False)
+    port = os.ttyname(slave)
+    board, what = start_board(sd, master)
+    rc = 1
+    try:
+        print(f"logger: {what}\n        recording {TRACE.name} at {SPEED:g}x real time through "
+              f"{DBC.name}'s config; its USB serial port is {port}")
+        time.sleep(3.0)
+        watch = ["NEW_MSG_11C", "ABS_6", "EPS_3", "coolant"]
+        step(f"logb tail --port {port} --dbc {DBC.name} --messages {' '.join(watch)} --count 12")
+        logb_main(["tail", "--port", port, "--dbc", str(DBC), "--messages", *watch, "--count", "12"])
+        step(f"logb pull --port {port} --all {copies.relative_to(ROOT) if copies.is_relative_to(ROOT) else copies}"
+             "        (while it records)")
+        if logb_main(["pull", "--port", port, "--all", str(copies)]) != 0:
+            raise SystemExit("demo: the pull failed")
+        board.wait_for("DONE" if "MicroPython" in what else "RECORDED", 120)
+        print("\n(the logger closed the recording)")
+        step(f"logb pull --port {port} --all {copies.name}        (again: only the new bytes)")
+        if logb_main(["pull", "--port", port, "--all", str(copies)]) != 0:
+            raise SystemExit("demo: the pull failed")
+        rec = copies / "rec-0001.logb"
+        same = rec.read_bytes() == (sd / "rec-0001.logb").read_bytes()
+        print(f"(byte-identical to the board's SD card file: {same})")
+        step(f"logb verify {rec.name}")
+        rc = logb_main(["verify", str(rec)])
+        csv = out / "signals.csv"
+        step(f"logb decode {rec.name} --dbc {DBC.name} -o {csv.name}")
+        rc = logb_main(["decode", str(rec), "--dbc", str(DBC), "-o", str(csv)]) or rc
+        with open(csv) as f:
+            head = [next(f) for _ in range(3)]
+        print("".join(line if len(line) < 160 else line[:157] + "...\n" for line in head), end="")
+        png = out / "signals.png"
+        step(f"logb plot {rec.name} {' '.join(SIGNALS)} --dbc {DBC.name} -o {png.name}")
+        rc = logb_main(["plot", str(rec), *SIGNALS, "--dbc", str(DBC), "-o", str(png),
+                        "--title", f"{TRACE.name} recorded by the simulated logger, pulled over serial"]) or rc
+        print(f"\ndemo: {out}/ holds the board's SD card, the pulled copy, {csv.name} and {png.name}")
+        if not same:
+            rc = 1
+    finally:
+        board.stop()
+        os.close(master)
+        os.close(slave)
+    return rc
 
 
 if __name__ == "__main__":

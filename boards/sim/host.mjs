@@ -14,6 +14,7 @@
 // node host.mjs --script FILE.py [--script ...] [--lib DIR] [--heap BYTES] [--sd PATH]
 //     [--durable-log PATH] [--chunk N] [--sd-ns-per-byte NS] [--seed N] [--trace PATH] [--speed X]
 //     [--limit N] [--put HOST:MEM]... [--get MEM:HOST]... [--set KEY=VALUE]...
+//     [--serial TTY] [--files DIR]   (the serial link, issue 6: see "serial link" below)
 // Exit status: 0 done, 1 Python exception (printed), 2 usage.
 
 import fs from "fs";
@@ -47,6 +48,8 @@ for (let i = 0; i < argv.length; i++) {
   else if (a === "--put") opt.put.push(val());
   else if (a === "--get") opt.get.push(val());
   else if (a === "--set") { const [k, ...v] = val().split("="); opt.set[k] = v.join("="); }
+  else if (a === "--serial") opt.serial = val();  // serial link (issue 6): see the block before "run"
+  else if (a === "--files") opt.files = val();
   else usage(`unknown argument ${a}`);
 }
 if (!opt.scripts.length) usage("--script is required");
@@ -198,6 +201,60 @@ const simhw = {
   wall_ms: () => Date.now(),
   perf_us: () => Math.round(performance.now() * 1000) & TICKS_MASK,  // µs, for benchmarks (ticks_us is ms-grained here)
 };
+
+// ---------------------------------------------------------------- serial link (issue 6)
+// --serial PATH: a tty (one end of a pseudo-terminal pair) that is the
+// board's USB serial port (or fd:N, an inherited non-blocking descriptor); firmware/logb/link.py speaks over it through
+// serial_read/serial_write (non-blocking: 0 = nothing now, -1 = port gone).
+// --files DIR: the SD card's directory as the link sees it (default: the
+// directory of --sd): list, size, read and remove the recordings in it.
+// sd_durable(): bytes of the --sd file at its last flush (a frame boundary).
+let serialFd = null, sdDurable = 0;
+const filesDir = opt.files || (opt.sd ? path.dirname(path.resolve(opt.sd)) : null);
+const fileFds = new Map();
+if (opt.serial && opt.serial.startsWith("fd:")) {
+  serialFd = parseInt(opt.serial.slice(3), 10);  // an inherited descriptor (a pty master), set non-blocking by the parent
+} else if (opt.serial) {
+  const c = fs.constants;
+  serialFd = fs.openSync(opt.serial, c.O_RDWR | c.O_NOCTTY | c.O_NONBLOCK);
+}
+const sleepCell = new Int32Array(new SharedArrayBuffer(4));
+function serialIo(write, addr, n) {
+  if (serialFd === null) return -1;
+  try {
+    return write ? fs.writeSync(serialFd, bytesAt(addr, n), 0, n) : fs.readSync(serialFd, bytesAt(addr, n), 0, n, null);
+  } catch (e) {
+    if (e.code === "EAGAIN" || e.code === "EWOULDBLOCK") return 0;
+    return -1;
+  }
+}
+function fileFd(name) {
+  if (!fileFds.has(name)) fileFds.set(name, fs.openSync(path.join(filesDir, name), "r"));
+  return fileFds.get(name);
+}
+function dropFd(name) {
+  if (fileFds.has(name)) { try { fs.closeSync(fileFds.get(name)); } catch (e) { /* gone */ } fileFds.delete(name); }
+}
+Object.assign(simhw, {
+  sd_flush: () => { sdFlush(); sdDurable = sdBytes; },
+  sd_durable: () => String(sdDurable),
+  sd_name: () => (opt.sd ? path.basename(opt.sd) : ""),
+  serial_read: (addr, n) => serialIo(false, addr, n),
+  serial_write: (addr, n) => serialIo(true, addr, n),
+  sleep_ms: (ms) => { Atomics.wait(sleepCell, 0, 0, ms); },
+  files_list: () => JSON.stringify(filesDir === null ? [] : fs.readdirSync(filesDir).filter((n) => n.endsWith(".logb")).sort()),
+  files_size: (name) => {
+    try { return String(fs.statSync(path.join(filesDir, name)).size); } catch (e) { dropFd(name); return "-1"; }
+  },
+  files_read: (name, pos, addr, n) => {
+    try { return fs.readSync(fileFd(name), bytesAt(addr, n), 0, n, Number(pos)); } catch (e) { dropFd(name); return -1; }
+  },
+  files_close: (name) => { dropFd(name); },
+  files_remove: (name) => {
+    dropFd(name);
+    try { fs.unlinkSync(path.join(filesDir, name)); return 0; } catch (e) { return -1; }
+  },
+});
 
 // ---------------------------------------------------------------- run
 const { loadMicroPython } = await import(url.pathToFileURL(micropythonPath()).href);

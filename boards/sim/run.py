@@ -57,9 +57,18 @@ def build_config(dbc, device, path):
 
 
 def command(out, config, trace=DEFAULT_TRACE, speed=0.0, limit=0, durable_log=None, chunk=0, seed=1,
-            heap=64 * 1024, lib=None, settings=None, sd_ns_per_byte=0):
-    """The node command line that runs the board (used by the power-cut tests too)."""
-    cmd = ["node", str(HERE / "host.mjs"), "--script", str(HERE / "main.py"), "--sd", str(out),
+            heap=64 * 1024, lib=None, settings=None, sd_ns_per_byte=0, serial=None, files=None):
+    """The node command line that runs the board (used by the power-cut tests too).
+    serial: a tty the board serves the Logb link on (docs/LINK.md) while it
+    records, and after it (link_setup.py, link_serve.py); files: the SD
+    card's directory as the link sees it (default: the directory of out)."""
+    scripts = ["--script", str(HERE / "main.py")]
+    if serial:
+        scripts = ["--script", str(HERE / "link_setup.py")] + scripts + ["--script", str(HERE / "link_serve.py"),
+                                                                          "--serial", str(serial)]
+        if files:
+            scripts += ["--files", str(files)]
+    cmd = ["node", str(HERE / "host.mjs"), *scripts, "--sd", str(out),
            "--put", f"{config}:/flash/config.lbcf", "--trace", str(trace), "--heap", str(heap),
            "--seed", str(seed)]
     if speed:
@@ -97,6 +106,8 @@ def main(argv=None):
     ap.add_argument("--session", default=None, help="fixed session id (32 hex digits)")
     ap.add_argument("--lib", default=None, help="firmware package dir to mount (default firmware/logb)")
     ap.add_argument("--timeout", type=float, default=600)
+    ap.add_argument("--serial", metavar="TTY", help="serve the Logb link (docs/LINK.md) on this tty while "
+                    "recording and after it, until stopped")
     args = ap.parse_args(argv)
     out = pathlib.Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -106,8 +117,9 @@ def main(argv=None):
         settings["session"] = args.session
     with tempfile.TemporaryDirectory() as tmp:
         cfg = build_config(None if args.raw_only else args.dbc, args.device, pathlib.Path(tmp) / "config.lbcf")
-        cmd, env = command(out, cfg, args.trace, args.speed, args.limit, lib=args.lib, settings=settings)
-        r = subprocess.run(cmd, env=env, timeout=args.timeout)
+        cmd, env = command(out, cfg, args.trace, args.speed, args.limit, lib=args.lib, settings=settings,
+                           serial=args.serial)
+        r = subprocess.run(cmd, env=env, timeout=None if args.serial else args.timeout)
     return r.returncode
 
 

@@ -6,6 +6,10 @@
 //
 // Python API (module `logbc`):
 //   crc32c(data, crc=0) -> int                  CRC-32C (portable slice-by-8 / bytewise)
+//   crc32c_update(buf, start, end, st) -> None  the firmware's hook (firmware/logb/crc.py):
+//                                               continue the register st = array('I',
+//                                               [low 24 bits, high 8 bits]) over
+//                                               buf[start:end], in place; allocates nothing
 //   extract(records, n, rs, bs, bit_offset, width, big, kind, out, ostride)
 //   pack(records, n, rs, bs, bit_offset, width, big, kind, values, istride)
 //   transpose(src, dst, n, s) / untranspose(src, dst, n, s)
@@ -44,6 +48,36 @@ static mp_obj_t logbc_crc32c(size_t n_args, const mp_obj_t *args) {
     return mp_obj_new_int_from_uint(logb_crc32c_sw(crc, (const uint8_t *)b.buf, b.len));
 }
 static MP_DEFINE_CONST_FUN_OBJ_VAR_BETWEEN(logbc_crc32c_obj, 1, 2, logbc_crc32c);
+
+// crc32c_update(buf, start, end, st): the contract of firmware/logb/crc.py's `update`.
+// st is an array('I') whose first two items are the running CRC register (not
+// final-xored; crc.begin() sets [0xFFFFFF, 0xFF]) as its low 24 and high 8 bits, so
+// that Python only ever sees small ints: on a 32-bit port an int of 2**30 or more is
+// a heap object, which crc32c() above returns. The register continues over
+// buf[start:end] and goes back into st; the result is None. No allocation: the
+// arguments are small ints and buffers, the array is written through its buffer.
+static mp_obj_t logbc_crc32c_update(size_t n_args, const mp_obj_t *args) {
+    (void)n_args;
+    mp_buffer_info_t b, s;
+    mp_get_buffer_raise(args[0], &b, MP_BUFFER_READ);
+    mp_int_t start = mp_obj_get_int(args[1]), end = mp_obj_get_int(args[2]);
+    if (start < 0 || end < start || (size_t)end > b.len) {
+        mp_raise_ValueError(MP_ERROR_TEXT("start/end outside the buffer"));
+    }
+    mp_get_buffer_raise(args[3], &s, MP_BUFFER_RW);
+    // 'I' items are C unsigned ints: 32 bits on every MicroPython port
+    if (s.typecode != 'I' || sizeof(unsigned int) != sizeof(uint32_t) || s.len < 2 * sizeof(unsigned int)) {
+        mp_raise_ValueError(MP_ERROR_TEXT("st must be array('I') of 2"));
+    }
+    unsigned int *st = (unsigned int *)s.buf;
+    uint32_t reg = ((uint32_t)st[0] & 0xFFFFFFu) | (((uint32_t)st[1] & 0xFFu) << 24);
+    // logb_crc32c_sw takes and returns finished (final-xored) values
+    reg = ~logb_crc32c_sw(~reg, (const uint8_t *)b.buf + start, (size_t)(end - start));
+    st[0] = reg & 0xFFFFFFu;
+    st[1] = reg >> 24;
+    return mp_const_none;
+}
+static MP_DEFINE_CONST_FUN_OBJ_VAR_BETWEEN(logbc_crc32c_update_obj, 4, 4, logbc_crc32c_update);
 
 // (records, n, rs, bs, bit_offset, width, big, kind, out/values, stride)
 static mp_obj_t logbc_field(const mp_obj_t *args, int packing) {

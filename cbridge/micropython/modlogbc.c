@@ -7,6 +7,7 @@
 static const mp_rom_map_elem_t logbc_module_globals_table[] = {
     { MP_ROM_QSTR(MP_QSTR___name__), MP_ROM_QSTR(MP_QSTR_logbc) },
     { MP_ROM_QSTR(MP_QSTR_crc32c), MP_ROM_PTR(&logbc_crc32c_obj) },
+    { MP_ROM_QSTR(MP_QSTR_crc32c_update), MP_ROM_PTR(&logbc_crc32c_update_obj) },
     { MP_ROM_QSTR(MP_QSTR_extract), MP_ROM_PTR(&logbc_extract_obj) },
     { MP_ROM_QSTR(MP_QSTR_pack), MP_ROM_PTR(&logbc_pack_obj) },
     { MP_ROM_QSTR(MP_QSTR_transpose), MP_ROM_PTR(&logbc_transpose_obj) },

@@ -1,8 +1,9 @@
 """Firmware benchmarks: the writer under MicroPython 1.27 (WebAssembly port in
-Node.js 20, boards/sim/host.mjs), all cases in one run; rewrites the
-"Firmware writer" section of BENCHMARKS.md (between its markers).
+Node.js 20, boards/sim/host.mjs), all cases in one run; replaces the
+`firmware` block of BENCHMARKS.md (<!-- firmware:begin --> ... end, see
+tools/benchmd.py) and nothing else. tools/bench.py (`./run bench`) runs it.
 
-    python firmware/bench/run_bench.py [--frames 20000] [--reps 3] [--no-write]
+    python firmware/bench/run_bench.py [--frames 20000] [--reps 3] [--no-write] [--output FILE]
 
 Workloads: (a) per-message: frames of the 20 messages of the shared bench
 DBC (../shared/bench/trace.dbc, 126 signals), payloads encoded by cantools
@@ -20,16 +21,16 @@ import json
 import pathlib
 import platform
 import random
-import re
 import subprocess
 import sys
 import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "firmware"))
+sys.path.insert(0, str(ROOT / "tools"))
+import benchmd  # noqa: E402
 import fwtools  # noqa: E402
 
-BEGIN, END = "<!-- firmware:begin -->", "<!-- firmware:end -->"
 PICO_TOGGLE_NS = 15_900  # 63 kHz pin toggle loop on a 125 MHz Pico (elektronik-labor.de, "RPi Pico - Need for Speed")
 BUS_FPS = 8000  # a fully loaded 1 Mbit/s classic CAN bus, roughly
 
@@ -114,7 +115,7 @@ def section(R, n, reps, seconds):
                 f"{fmt(size / n_frames)} |"), us
 
     cal = PICO_TOGGLE_NS / R["toggle_loop_ns"]
-    lines = [BEGIN, "## Firmware writer (MicroPython)", ""]
+    lines = ["## Firmware writer (MicroPython)", ""]
     lines += [
         f"The device writer (`firmware/logb`) under real MicroPython 1.27 — the WebAssembly port "
         f"(`@micropython/micropython-webassembly-pyscript` 1.27.0) in Node.js {platform_node()} — on this "
@@ -180,8 +181,6 @@ def section(R, n, reps, seconds):
         f"~{1e6 / (us_nocrc * cal + 1.3):,.0f} frames/s with the viper CRC, against the "
         f"{BUS_FPS:,} frames/s of a fully loaded 1 Mbit/s classic bus (125 µs per frame). "
         + verdict(us_nocrc * cal + 1.3, us_pure * cal),
-        "",
-        END,
     ]
     return "\n".join(lines)
 
@@ -235,12 +234,8 @@ def platform_node():
 
 
 def write_section(text, path=ROOT / "BENCHMARKS.md"):
-    old = path.read_text() if path.exists() else "# Benchmarks\n"
-    if BEGIN in old and END in old:
-        new = re.sub(re.escape(BEGIN) + r".*?" + re.escape(END), lambda m: text, old, flags=re.S)
-    else:
-        new = old.rstrip("\n") + "\n\n" + text + "\n"
-    path.write_text(new)
+    """Replace the `firmware` block of BENCHMARKS.md (tools/benchmd.py); nothing else changes."""
+    benchmd.splice(path, "firmware", text)
 
 
 def main(argv=None):
@@ -249,6 +244,8 @@ def main(argv=None):
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--no-write", action="store_true")
     ap.add_argument("--from-json", default=None, help="reformat a previous run's JSON (its last output line)")
+    ap.add_argument("--output", type=pathlib.Path, default=ROOT / "BENCHMARKS.md",
+                    help="the file whose `firmware` block is replaced (default BENCHMARKS.md)")
     args = ap.parse_args(argv)
     t = datetime.datetime.now()
     if args.from_json:
@@ -262,7 +259,7 @@ def main(argv=None):
     print(text)
     print(json.dumps(R))
     if not args.no_write:
-        write_section(text)
+        write_section(text, args.output)
     return 0
 
 

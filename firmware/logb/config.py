@@ -5,7 +5,9 @@ writes it (`logb dbc compile FILE.dbc -o OUT.lbcf`). All little-endian:
     u32 match_id (bit 31 = extended), u32 match_mask, u8 kind, u8 payload_len,
     u16 record_size, u32 schema_len, schema_len bytes = the SCHEMA payload.
 
-Entry i becomes stream_id i + 1. Entry 0 is the raw bus stream. Loading
+Entry i becomes stream_id i + 1. Entry 0 is the raw bus stream; its schema
+states the routing in its meta `logb.can.routing` (`exclusive` from the
+compiler; the writer switches it for `mirror`, see raw_routing). Loading
 happens once at boot and may allocate; routing afterwards does not: every
 id is kept as a small integer key `id | extended << 29` (below 2**30).
 """
@@ -17,6 +19,10 @@ KIND_MESSAGE = 1
 KIND_BRANCH = 2
 
 _SELECT_KEY = b"\x0f\x00\x00\x00logb.can.select"
+_ROUTING_KEY = b"\x10\x00\x00\x00logb.can.routing"
+MIRROR = "mirror"
+EXCLUSIVE = "exclusive"
+_EXACT = 0x9FFFFFFF  # a match mask keeping the whole id and its format (SPEC §13.4)
 
 
 class Entry:
@@ -39,12 +45,16 @@ class Entry:
         self.select = parse_select(schema) if kind == KIND_BRANCH else ()
 
     def exact_key(self):
-        """The one key this entry matches, or -1 when its mask leaves a choice."""
-        if not self.reachable or not self.mask & 0x80000000:
+        """The one key this entry matches (its mask keeps the whole id and its format),
+        or -1 when its mask leaves a choice (a J1939 PGN match)."""
+        if not self.reachable or self.mask & _EXACT != _EXACT:
             return -1
-        if self.match_id & 0x80000000:
-            return self.key if self.mask & 0x1FFFFFFF == 0x1FFFFFFF else -1
-        return self.key if self.mask & 0x7FF == 0x7FF else -1
+        return self.key
+
+    def exclusive(self):
+        """May a frame go to this entry alone (SPEC §13.4)? A plain message of one
+        whole id and at most 8 bytes: its record and schema meta rebuild the frame."""
+        return self.kind == KIND_MESSAGE and self.exact_key() >= 0 and self.payload_len <= 8
 
 
 def parse_select(schema):
@@ -93,6 +103,33 @@ def selects(sel, data, plen) -> bool:
         if (v >> shift) & mask != value:
             return False
     return True
+
+
+def flip_uuid(schema):
+    """The schema's uuid with its last bit inverted: the raw bus stream's uuid of the
+    other routing (SPEC §13.1)."""
+    return bytes(schema[0:15]) + bytes([schema[15] ^ 1])
+
+
+def raw_routing(schema, routing):
+    """A raw bus stream schema payload declaring `routing` ("mirror" or "exclusive"):
+    (schema, changed). The value of its `logb.can.routing` key is replaced and its uuid
+    moved to that routing's; (None, True) when the schema has no such key (a config
+    from before the key; the caller builds the schema, schema.raw_schema)."""
+    i = bytes(schema).rfind(_ROUTING_KEY)
+    if i < 0:
+        return None, True
+    i += len(_ROUTING_KEY)
+    n = _u32(schema, i)
+    old = bytes(schema[i + 4:i + 4 + n]).decode()
+    if old == routing:
+        return schema, False
+    uuid = bytes(schema[0:16])
+    if (old == EXCLUSIVE) != (routing == EXCLUSIVE):  # an unknown value counts as mirror
+        uuid = flip_uuid(schema)
+    new = routing.encode()
+    return (uuid + bytes(schema[16:i]) + len(new).to_bytes(4, "little") + new
+            + bytes(schema[i + 4 + n:])), True
 
 
 def _u16(b, o):

@@ -13,8 +13,10 @@ in a 2-element `array('I')` state that the caller preallocates:
 
 `update` is the fastest implementation this board has, chosen at import:
 
-1. a native module `logb_cbridge` with `crc32c_update(buf, start, end, st)`
-   (the cbridge C kernel built into a custom firmware or as a native .mpy);
+1. the native module `logbc` (cbridge/micropython/: the cbridge C kernels
+   built into a custom firmware, or `logbc.mpy`) and its
+   `crc32c_update(buf, start, end, st)`: this module's `update`, in C, with
+   the same state array updated in place, allocating nothing;
 2. `crc_viper.update`, `@micropython.viper` (ports with the native emitter);
 3. `_update_pure`: slicing-by-4 over 24+8-bit halves (5 KiB of tables).
 
@@ -113,9 +115,9 @@ def _viper():
 
 
 def _native():
-    import logb_cbridge  # type: ignore[import-not-found]
+    import logbc  # type: ignore[import-not-found]  # cbridge/micropython (a build without it: AttributeError)
 
-    return logb_cbridge.crc32c_update
+    return logbc.crc32c_update
 
 
 def select(which="auto"):

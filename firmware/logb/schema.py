@@ -57,6 +57,28 @@ def sensor_schema(name, fields, uuid=None, device=""):
     return head + b"".join(parts) + struct.pack("<I", 0), fmt, size
 
 
+_RAW_FLAGS = ("extended", "remote", "error", "fd", "brs", "esi", "tx")
+
+
+def raw_schema(uuid, name, fd, routing):
+    """The raw bus stream's SCHEMA payload (docs/SPEC.md §13.1), byte-identical to the
+    host's `logb.can.layout.raw_bus_schema(uuid, name, fd, routing=routing)`: for a
+    config whose raw bus entry predates the `logb.can.routing` key."""
+    payload = 64 if fd else 8
+    parts = [_field("t", 0, 32, 0, "", T_DESCRIPTION), _field("id", 32, 29, 0, "", "CAN identifier"),
+             _field("flags", 64, 8, 0, "", "bit0 extended, 1 remote, 2 error, 3 FD, 4 BRS, 5 ESI, 6 tx")]
+    for i, n in enumerate(_RAW_FLAGS):
+        parts.append(_field(n, 64 + i, 1, 3))
+    parts.append(_field("dlc", 72, 8, 0, "", "DLC code as on the wire"))
+    parts.append(_field("data", 80, 8 * payload, 4, "", "payload, zero-padded"))
+    bits = 80 + 8 * payload
+    head = (bytes(uuid) + _s(name) + struct.pack("<IBBbB", bits, 0, 1, -6, 0) + _s("s")
+            + struct.pack("<qqHH", 0, 1, 0, len(parts)))
+    meta = struct.pack("<I", 2) + _s("logb.can.layout") + _s("raw-fd" if fd else "raw") + \
+        _s("logb.can.routing") + _s(routing)
+    return head + b"".join(parts) + meta
+
+
 # ---------------------------------------------------------------- UUIDv5
 _NAMESPACE_URL = b"\x6b\xa7\xb8\x11\x9d\xad\x11\xd1\x80\xb4\x00\xc0\x4f\xd4\x30\xc8"
 

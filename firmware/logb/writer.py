@@ -22,7 +22,8 @@ idle streams' frames go out within `flush_ms`.
 
 from . import crc as _crc
 from ._port import MICROPYTHON, PERIOD_30, TICKS_PERIOD, TICKS_PERIOD_M1, pack_into, Deflater, hexlify, random_bytes, ticks_add, ticks_diff, ticks_us
-from .config import KIND_BRANCH, KIND_MESSAGE, KIND_RAW, check_schema, read, selects
+from .config import (EXCLUSIVE, KIND_BRANCH, KIND_MESSAGE, KIND_RAW, MIRROR, check_schema, flip_uuid, raw_routing,
+                     read, selects)
 
 try:
     from micropython import const
@@ -115,7 +116,7 @@ class Stream:
     is simply overwritten by the next pend.
     """
 
-    def __init__(self, w, sid, name, schema, size, cap, fmt, kind, plen, select, codec, src=None):
+    def __init__(self, w, sid, name, schema, size, cap, fmt, kind, plen, select, codec, src=None, excl=False):
         self.w = w
         self.sid = sid
         self.name = name
@@ -136,8 +137,10 @@ class Stream:
         self.fmt = fmt
         self.kind = kind
         self.raw = kind == KIND_RAW
-        # payload length a frame must have to take the fast path (-1: never, the raw bus stream)
-        self.plen = plen if kind != KIND_RAW and not w._mirror else -1
+        # payload length a frame must have to go here alone, the fast path (SPEC §13.4
+        # exclusive routing); -1: never (the raw bus stream; PGN-matched and branch
+        # streams, whose frames go to the raw bus stream too; everything when mirroring)
+        self.plen = plen if excl and not w._mirror else -1
         self.payload = plen
         self.select = select
         self.codec = codec
@@ -198,9 +201,13 @@ class Writer:
       long after its first record.
     segment_bytes / segment_s: start a new segment (SYNC, every SCHEMA, the
       session META, the loss counters) after this many bytes or seconds.
-    mirror: CAN frames routed to a per-message stream are also written to the
-      raw bus stream (docs/SPEC.md §13.7); default: routed frames only go to
-      their message stream and the raw bus stream keeps the rest.
+    mirror: `mirror` routing (docs/SPEC.md §13.4): every CAN frame goes to the
+      raw bus stream, matching data frames to their per-message stream too.
+      Default, `exclusive`: a classic data frame (no flag but extended) whose
+      length and DLC are its exact message's payload_len goes to that stream
+      alone; every other frame to the raw bus stream (and, for a PGN match or a
+      multiplexer branch, to its per-message stream too). Nothing is lost
+      either way; the raw bus stream's schema says which (`logb.can.routing`).
     crc: override the CRC-32C implementation (see crc.py).
     """
 
@@ -311,7 +318,7 @@ class Writer:
         return tuple(mv[i:i + p] for i in range(0, len(data), p))
 
     def add_stream(self, schema, record_size, fmt=None, capacity=None, codec="none", _kind=_KIND_SENSOR,
-                   _plen=0, _select=(), _sid=0, _src=None):
+                   _plen=0, _select=(), _sid=0, _src=None, _excl=False):
         """Declare a stream from its SCHEMA payload (bytes). Its records are
         `record_size` bytes starting with `t` (u32 µs ticks since the frame's
         axis_base: axis explicit on field 0, exp -6, scale 1). `fmt`: the
@@ -329,7 +336,7 @@ class Writer:
         if codec == "deflate":
             code = _CODEC_DEFLATE
             self._need_deflate()
-        st = Stream(self, sid, name, schema, record_size, cap, fmt, _kind, _plen, _select, code, _src)
+        st = Stream(self, sid, name, schema, record_size, cap, fmt, _kind, _plen, _select, code, _src, _excl)
         self._streams.append(st)
         if self._seq >= 0:  # mid-segment: bind it now, before its first DATA frame
             self._put_schema(st)
@@ -353,7 +360,9 @@ class Writer:
     def load_config(self, src, codec="none", schemas="flash"):
         """Declare the CAN streams of an LBCF config (path, file or bytes).
         Entry i becomes stream_id i + 1; entries of unknown kind are skipped
-        (their stream_id stays unused). Returns the streams.
+        (their stream_id stays unused). Returns the streams. The raw bus
+        stream's schema is set to this writer's routing (`logb.can.routing`
+        and its uuid, SPEC §13.1); the compiler's config says `exclusive`.
 
         schemas="flash" (with a path): the SCHEMA payloads are not kept in
         RAM; the config file stays open and each segment copies them from it
@@ -372,16 +381,23 @@ class Writer:
                     raise ValueError("one raw bus stream per writer, as LBCF entry 0")
                 if e.record_size != 10 + e.payload_len:
                     raise ValueError("raw bus entry: record_size %d for %d-byte payloads" % (e.record_size, e.payload_len))
-                st = self.add_stream(e.schema, e.record_size, "<IIBB%ds" % e.payload_len, codec=codec,
+                routing = MIRROR if self._mirror else EXCLUSIVE
+                schema, changed = raw_routing(e.schema, routing)
+                if schema is None:  # a config from before the routing key: its uuid is the mirror one
+                    from .schema import raw_schema
+
+                    uuid = flip_uuid(e.schema) if routing == EXCLUSIVE else bytes(e.schema[0:16])
+                    schema = raw_schema(uuid, check_schema(e.schema, e.record_size), e.payload_len > 8, routing)
+                st = self.add_stream(schema, e.record_size, "<IIBB%ds" % e.payload_len, codec=codec,
                                      _kind=KIND_RAW, _plen=e.payload_len, _sid=sid,
-                                     _src=e.offset if from_file else None)
+                                     _src=e.offset if from_file and not changed else None)
                 self._raw = st
             elif e.kind in (KIND_MESSAGE, KIND_BRANCH):
                 if e.record_size < 4 + e.payload_len:
                     raise ValueError("entry %d: record_size %d < 4 + %d" % (e.index, e.record_size, e.payload_len))
                 st = self.add_stream(e.schema, e.record_size, "<I%ds" % e.payload_len, codec=codec,
                                      _kind=e.kind, _plen=e.payload_len, _select=e.select, _sid=sid,
-                                     _src=e.offset if from_file else None)
+                                     _src=e.offset if from_file else None, _excl=e.exclusive())
             else:
                 self._next_sid = max(self._next_sid, sid + 1)
                 continue
@@ -430,14 +446,18 @@ class Writer:
         """One CAN frame: t = ticks at reception, can_id (11 or 29 bits), data
         (bytes-like, exact length), flags (bit 0 extended, 1 remote, 2 error,
         3 FD, 4 BRS, 5 ESI, 6 tx; docs/SPEC.md §13.1), dlc (-1: from len(data)).
-        Routed to the first matching per-message stream, else to the raw bus
-        stream. Never raises for any frame; allocates nothing."""
+        Routed (SPEC §13.4) to the first matching per-message stream alone when
+        that stream rebuilds it exactly (exclusive routing), else to the raw bus
+        stream, and a matching data frame to its per-message stream too unless
+        that one is exact. Never raises for any frame; allocates nothing."""
         st = self._exact.get(can_id | _EXT_KEY if flags & 1 else can_id, self._dflt)
         if st is None:  # branches (multiplexers) and masked (J1939) entries
             st = self._route(can_id | _EXT_KEY if flags & 1 else can_id, data)
             if st is None:  # no config loaded: nowhere to put CAN frames
                 return
-        if flags & 6 or st.plen != len(data):
+        # lossless only for a classic data frame (no flag but extended) of the exact
+        # stream's length and DLC; st.plen is -1 for every stream that is not exact
+        if flags & 0xFE or st.plen != len(data) or (dlc >= 0 and dlc != st.plen):
             self._append_raw(t, can_id, data, flags, dlc, st)
             return
         # the per-message fast path: one pack_into per frame
@@ -493,8 +513,11 @@ class Writer:
         st.off = off
         if off >= st.end:
             self._emit(st)
-        if self._mirror and msg is not st and not flags & 6:
-            # docs/SPEC.md §13.7: the first payload_len data bytes, zero-padded
+        if msg.plen < 0 and msg is not st and not flags & 6:
+            # a data frame matching a stream that is not exact (PGN match, branch) or
+            # mirror routing: its per-message stream gets the first payload_len data
+            # bytes, zero-padded (docs/SPEC.md §13.4, §13.7); an exact stream's lossy
+            # frames stay in the raw bus stream alone
             off = msg.off
             if off == _HDR:
                 msg.t0 = t

@@ -131,6 +131,7 @@ class Stream:
         self.rejected = 0
         self.rejections = []
         self.meta = {}
+        self.bound_segments = []  # indices of the segments whose SCHEMA bound this stream (status ok)
 
     def __repr__(self):
         return f"<Stream {self.name!r} {self.uuid.hex()} {self.records} records>"
@@ -516,6 +517,8 @@ class LogbFile:
                 self._note(fr.offset, status, f"{who}: {reason}")
         elif len({k for k, _ in schema.meta}) != len(schema.meta):
             self._note(fr.offset, "duplicate-key", f"stream {name!r}: repeated SCHEMA meta key; the last wins")
+        if status == "ok":
+            stream.bound_segments.append(len(self.segments) - 1)
         self._bindings[sid] = _Binding(stream, status, reason, payload)
 
     def _meta(self, fr, payload):

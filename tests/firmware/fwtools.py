@@ -11,8 +11,6 @@ import struct
 import subprocess
 import sys
 
-import pytest
-
 from fwload import FIRMWARE, ROOT
 
 SIM = ROOT / "boards" / "sim"
@@ -49,6 +47,8 @@ def need(what, ok):
     the setup hook must have installed it."""
     if ok:
         return
+    import pytest  # here, not at the top: tools/bench.py and firmware/bench/run_bench.py import this module too
+
     msg = f"{what} not installed (tools/setup.d/30-firmware.sh installs it)"
     if IN_CI:
         pytest.fail(msg)

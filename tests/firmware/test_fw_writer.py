@@ -121,21 +121,44 @@ def test_pure_sha1_and_uuid5(n):
 
 # ---------------------------------------------------------------- recording
 def expected_routes(compiled, frames, mirror=False):
-    """Per stream name, the (ticks unwrapped, payload) the device must store."""
+    """Per stream name, the (ticks unwrapped, payload) the device must store
+    (docs/SPEC.md §13.4). mirror: every frame in the raw bus stream, matching
+    data frames in their per-message stream too. exclusive (the default): a
+    classic data frame of its exact message's length goes to that stream alone;
+    other frames matching an exact message go to the raw bus stream alone; a
+    frame matched by PGN or a branch goes to both; the rest to the raw bus stream."""
     out = {}
+    for (t, cid, fl, data), tu in zip(frames, unwrapped(frames)):
+        e = None if fl & 6 else compiled.route(cid, bool(fl & 1), data)
+        alone = e is not None and e.exact and not fl & 0xFE and len(data) == e.payload_len
+        if e is not None and (mirror or not e.exact or alone):
+            out.setdefault(e.name, []).append((tu, bytes(data[:e.payload_len]).ljust(e.payload_len, b"\0")))
+        if mirror or not alone:
+            out.setdefault("can0", []).append((tu, cid, fl, bytes(data)))
+    return out
+
+
+def unwrapped(frames):
+    """The frames' ticks unwrapped (ticks_diff semantics: steps of less than half a period either way)."""
     unwrap, cur, last = [], None, None
-    for t, _, _, _ in frames:  # ticks_diff semantics: steps of less than half a period either way
+    for t, _, _, _ in frames:
         cur = t if cur is None else cur + ((t - last + (1 << 29)) & ((1 << 30) - 1)) - (1 << 29)
         last = t
         unwrap.append(cur)
-    for (t, cid, fl, data), tu in zip(frames, unwrap):
-        e = None if fl & 6 else compiled.route(cid, bool(fl & 1), data)
-        if e is not None and (mirror or len(data) == e.payload_len):
-            out.setdefault(e.name, []).append((tu, bytes(data[:e.payload_len]).ljust(e.payload_len, b"\0")))
-            if not mirror:
-                continue
-        out.setdefault("can0", []).append((tu, cid, fl, bytes(data)))
-    return out
+    return unwrap
+
+
+def assert_whole_bus(f, frames, width=8):
+    """logb.can.bus.bus_frames gives back every frame, whatever the routing."""
+    from logb.can.bus import bus_frames
+
+    b = bus_frames(f)
+    assert b.t.tolist() == unwrapped(frames)
+    assert b.id.tolist() == [cid for _, cid, _, _ in frames]
+    assert b.flags.tolist() == [fl for _, _, fl, _ in frames]
+    assert b.dlc.tolist() == [len(d) for _, _, _, d in frames]
+    assert [bytes(x) for x in b.data] == [d.ljust(width, b"\0") for _, _, _, d in frames]
+    return b
 
 
 @pytest.mark.parametrize("mirror", [False, True])
@@ -160,6 +183,9 @@ def test_recording_decodes_to_the_routed_frames(trace_cfg, mirror):
     got = {s.name for s in f.streams.values() if s.records}
     assert got == set(want) | {"coolant"}
     assert f.stream("coolant").columns().raw["temp"].size == len(frames) // 64
+    b = assert_whole_bus(f, frames)
+    assert b.routing == ("mirror" if mirror else "exclusive")
+    assert (b.from_messages == 0) == mirror
     # the axis crossed the 2**30 wrap of the ticks counter
     assert f.stream("can0").columns().axis.max() > 1 << 30
 
@@ -333,7 +359,10 @@ def test_multiplexed_and_j1939_routing_matches_the_host():
         want = expected_routes(compiled, frames)
         for name, rows in want.items():
             assert f.stream(name).columns().axis.tolist() == [r[0] for r in rows], (dbc, name)
-        assert sum(s.records for s in f.streams.values()) == len(frames)
+        # PGN-matched (J1939) and branch frames are in the raw bus stream too: nothing lost
+        routed = {e.name for e in compiled.entries if not e.exact}
+        assert routed and all(len(want.get(n, [])) <= len(want["can0"]) for n in routed)
+        assert_whole_bus(f, frames)
 
 
 def test_time_rules_gaps_backwards_and_flush_interval(trace_cfg):
@@ -395,9 +424,10 @@ def test_writer_never_seeks_and_ram_does_not_grow(trace_cfg):
 
 
 def test_cbridge_hook_is_used_when_present(trace_cfg, monkeypatch):
-    """A firmware with the cbridge C module exposes logb_cbridge.crc32c_update
-    (buf, start, end, st); crc.select picks it first. Stand-in here: a module
-    doing the same through the host's CRC."""
+    """A firmware with the cbridge C module (cbridge/micropython: `logbc`) exposes
+    logbc.crc32c_update(buf, start, end, st); crc.select picks it first. Stand-in
+    here: a module doing the same through the host's CRC (the C glue itself is
+    checked against this contract in tests/test_cbridge_micropython.py)."""
     import sys
     import types
 
@@ -408,13 +438,13 @@ def test_cbridge_hook_is_used_when_present(trace_cfg, monkeypatch):
         st[0], st[1] = raw & 0xFFFFFF, raw >> 24
         calls.append(end - start)
 
-    monkeypatch.setitem(sys.modules, "logb_cbridge", types.SimpleNamespace(crc32c_update=crc32c_update))
+    monkeypatch.setitem(sys.modules, "logbc", types.SimpleNamespace(crc32c_update=crc32c_update))
     try:
         assert crc.select("auto") == "c"
         cfg, compiled = trace_cfg
         frames = fwtools.synth_frames(compiled, 1500)
         with_c, _ = record(cfg, frames)
     finally:
-        monkeypatch.delitem(sys.modules, "logb_cbridge")
+        monkeypatch.delitem(sys.modules, "logbc")
         assert crc.select("auto") == "pure"
     assert calls and with_c == record(cfg, frames)[0]

@@ -8,6 +8,7 @@ mp_obj_t mpy_init(mp_obj_fun_bc_t *self, size_t n_args, size_t n_kw, mp_obj_t *a
     MP_DYNRUNTIME_INIT_ENTRY
 
     mp_store_global(MP_QSTR_crc32c, MP_OBJ_FROM_PTR(&logbc_crc32c_obj));
+    mp_store_global(MP_QSTR_crc32c_update, MP_OBJ_FROM_PTR(&logbc_crc32c_update_obj));
     mp_store_global(MP_QSTR_extract, MP_OBJ_FROM_PTR(&logbc_extract_obj));
     mp_store_global(MP_QSTR_pack, MP_OBJ_FROM_PTR(&logbc_pack_obj));
     mp_store_global(MP_QSTR_transpose, MP_OBJ_FROM_PTR(&logbc_transpose_obj));

@@ -1,4 +1,4 @@
-"""The compact device config ("LBCF", docs/SPEC.md §13.4): what a logger loads
+"""The compact device config ("LBCF", docs/SPEC.md §13.7): what a logger loads
 to declare its CAN streams without building anything. All little-endian:
 
     b"LBCF", u16 version = 1, u16 entry_count, then per entry:
@@ -6,10 +6,13 @@ to declare its CAN streams without building anything. All little-endian:
     u8 kind (0 raw bus, 1 per-message, 2 multiplexer branch), u8 payload_len,
     u16 record_size, u32 schema_len, schema_len bytes = the SCHEMA frame payload.
 
-Entry 0 is the raw bus stream (mask 0: every frame). The device binds entry i
-to stream_id i + 1. A frame goes to entry 0 and to the first further entry
-with (key & match_mask) == match_id, key = id | (extended << 31); a kind-2
-entry also needs its `logb.can.select` conditions to hold.
+Entry 0 is the raw bus stream (mask 0), with the schema of `exclusive` routing
+(meta `logb.can.routing`, SPEC §13.4): the device default. The device binds
+entry i to stream_id i + 1. A data frame matches the first further entry with
+(key & match_mask) == match_id, key = id | (extended << 31) (a kind-2 entry also
+needs its `logb.can.select` conditions to hold); it goes there alone when that
+entry reconstructs it exactly, else to entry 0 (and to the matched entry unless
+that one is exact), SPEC §13.4.
 """
 
 import os
@@ -17,6 +20,7 @@ import struct
 from dataclasses import dataclass
 
 from ..schema import Schema
+from . import layout
 from .dbc import KIND_MUX, KIND_RAW, parse_select
 
 MAGIC = b"LBCF"
@@ -49,9 +53,10 @@ class ConfigEntry:
         return (key & self.match_mask) == self.match_id
 
 
-def config_entries(compiled):
-    """The entries of a compiled DBC, raw bus stream first."""
-    raw = compiled.raw_schema
+def config_entries(compiled, routing=layout.EXCLUSIVE):
+    """The entries of a compiled DBC, raw bus stream first: its schema is the one of
+    `routing` (the device default, `exclusive`; a device set to mirror switches it)."""
+    raw = compiled.raw_bus_schema(routing)
     payload = 64 if compiled.fd else 8
     out = [ConfigEntry(0, 0, KIND_RAW, payload, raw.record_size, raw.encode())]
     for e in compiled.entries:
@@ -72,9 +77,9 @@ def encode_config(entries):
     return b"".join(parts)
 
 
-def write_config(compiled, path_or_file):
+def write_config(compiled, path_or_file, routing=layout.EXCLUSIVE):
     """Write the LBCF config of a CompiledDbc to a path or a binary file object."""
-    data = encode_config(config_entries(compiled))
+    data = encode_config(config_entries(compiled, routing))
     if isinstance(path_or_file, (str, os.PathLike)):
         with open(path_or_file, "wb") as fh:
             fh.write(data)

@@ -49,6 +49,11 @@ def motorola_offset(start):
     return 8 * (start // 8) + (7 - start % 8)
 
 
+def is_exact_mask(mask):
+    """Does a match mask keep the whole id and its format (SPEC §13.4)?"""
+    return (int(mask) & EXACT_MASK) == EXACT_MASK
+
+
 def can_key(can_id, extended):
     """The 32-bit key a config entry matches: the id, bit 31 set for extended ids."""
     return (int(can_id) & EXT_BITS) | (EXTENDED if extended else 0)
@@ -139,6 +144,12 @@ class MessageStream:
     def record_size(self):
         return self.schema.record_size
 
+    @property
+    def exact(self):
+        """Can a writer route frames here exclusively (SPEC §13.4)? A plain message
+        matching one whole id and format, of at most 8 bytes."""
+        return self.mux is None and is_exact_mask(self.match_mask) and self.payload_len <= layout.CLASSIC_PAYLOAD
+
     def matches(self, can_id, extended):
         """Does a frame's id select this stream (multiplexer aside)?"""
         return (can_key(can_id, extended) & self.match_mask) == self.match_id
@@ -149,7 +160,7 @@ class CompiledDbc:
     entries: list
     problems: list  # (message or message.signal, reason)
     dbc_text: str
-    raw_schema: object  # the raw bus stream's schema (config entry 0)
+    raw_schema: object  # the raw bus stream's schema, `mirror` routing (raw_bus_schema() for others)
     bus: str = "can0"
     fd: bool = False
     name: str = "bus.dbc"  # the ATTACH name
@@ -168,6 +179,16 @@ class CompiledDbc:
                 if data is not None and e.mux.selects(_padded(data, e.payload_len)):
                     return e
         return None
+
+    def raw_bus_schema(self, routing=layout.MIRROR):
+        """The raw bus stream's schema for a routing (SPEC §13.4): `raw_schema` is the
+        `mirror` one (host writers); the device config carries the `exclusive` one."""
+        if routing == layout.routing_of(self.raw_schema):
+            return self.raw_schema
+        s = self.raw_schema
+        uuid = layout.routing_uuid(layout.routing_uuid(s.uuid, layout.routing_of(s)), routing)
+        meta = tuple((k, routing) if k == layout.ROUTING_KEY else (k, v) for k, v in s.meta)
+        return replace(s, uuid=uuid, meta=meta)
 
     def by_name(self, name):
         for e in self.entries:
@@ -413,9 +434,10 @@ def compile_dbc(source, bus="can0", device="logb", fd=None, axis_exp=-6):
     return CompiledDbc(entries, problems, text, raw_schema, bus, bool(fd), name, raw, notes, db)
 
 
-def raw_stream_uuid(bus="can0", device="logb", fd=False):
-    """The raw bus stream's uuid: one per device and bus (and layout), whatever the DBC."""
-    return stream_uuid(f"{device}/{bus}", "raw-fd" if fd else "raw")
+def raw_stream_uuid(bus="can0", device="logb", fd=False, routing=layout.MIRROR):
+    """The raw bus stream's uuid: one per device and bus (and layout and routing), whatever
+    the DBC. `exclusive` routing: the `mirror` uuid with its last bit inverted (SPEC §13.1)."""
+    return layout.routing_uuid(stream_uuid(f"{device}/{bus}", "raw-fd" if fd else "raw"), routing)
 
 
 # ---------------------------------------------------------------- signals of a schema

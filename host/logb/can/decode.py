@@ -3,8 +3,16 @@
 Two sources, one result (a `Decoded` per per-message stream):
 
 - per-message streams: the file already holds every signal as a field, so
-  decoding is reading columns and applying each field's conversion; no DBC;
-- raw bus streams + a DBC (given, or the file's `application/x-dbc` ATTACH):
+  decoding is reading columns and applying each field's conversion; no DBC.
+  Where a bus was routed `exclusive` (SPEC §13.4), the data frames its exact
+  per-message streams could not hold (CAN FD or other flags, another length)
+  are only in the raw bus stream: they are routed there by the per-message
+  streams' own schema meta (`logb.can.match`, `logb.can.select`) and decoded
+  with those schemas, merged into their stream's rows in time order. Every
+  frame is decoded exactly once, and a `mirror` and an `exclusive` recording
+  of the same frames decode alike;
+- a DBC (given, or the file's `application/x-dbc` ATTACH) over each bus's
+  frames (`logb.can.bus.bus_frames`: the whole bus whatever the routing):
   frames are grouped by id (`route_rows`, the same first-match routing a
   device applies with the LBCF config), then every signal is extracted with
   `logb.fields` over the group's (N, payload) byte array at once.
@@ -15,7 +23,6 @@ Both give what cantools' `Message.decode` gives frame by frame: the raw value
 None where the table has no entry).
 """
 
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -24,6 +31,8 @@ from .. import convert
 from ..tables import ConversionType
 from .. import fields as bits
 from . import layout
+from .bus import (_collect, buses, group_frames, is_message_stream, is_raw_bus_stream,  # noqa: F401 (re-exported)
+                  merge_order, message_routes, rescale, window_ticks)
 from .dbc import EXT_BITS, EXTENDED, MEDIA_TYPE, CompiledDbc, compile_dbc, signals_of
 
 _STD_LIMIT = 0x800  # keys below this are standard ids (no extended bit)
@@ -44,7 +53,7 @@ class Decoded:
     phys: dict = field(default_factory=dict)  # signal -> scaled column (raw itself when unscaled)
     text: dict = field(default_factory=dict)  # signal -> object column of labels / None
     units: dict = field(default_factory=dict)
-    rows: object = None  # raw-bus decoding: indices of these frames in the bus stream
+    rows: object = None  # decoding with a DBC: indices of these frames in the bus's frames (bus_frames)
 
     def __len__(self):
         return len(self.axis)
@@ -235,14 +244,6 @@ def decode_frames(compiled, axis, ids, flags, data, messages=None, signals=None,
 
 # ---------------------------------------------------------------- files
 
-def is_message_stream(stream):
-    return stream.schema is not None and stream.schema.meta_dict().get("logb.can.layout") == "message"
-
-
-def is_raw_bus_stream(stream):
-    return stream.schema is not None and stream.schema.meta_dict().get("logb.can.layout") in ("raw", "raw-fd")
-
-
 def embedded_dbc(f, stream=None):
     """The DBC attached to a LogbFile (bytes), preferring the one a raw bus
     stream's META names (`logb.can.dbc`); None if there is none."""
@@ -259,11 +260,12 @@ def embedded_dbc(f, stream=None):
 def decode_file(f, dbc=None, messages=None, signals=None, window=None, source="auto"):
     """Decode a LogbFile's CAN signals.
 
-    Without `dbc`, the per-message streams are decoded when the file has any;
-    otherwise (or with `dbc`: a path, DBC text or CompiledDbc, or with
-    source="raw") every raw bus stream is decoded with that DBC or the file's
-    embedded one; source="messages" insists on per-message streams. `window` is
-    (T0, T1) in seconds of the axis (inclusive). Returns a list of Decoded."""
+    Without `dbc`, the per-message streams are decoded when the file has any (with,
+    for `exclusive` buses, the raw bus stream's frames their exact streams could not
+    hold); otherwise (or with `dbc`: a path, DBC text or CompiledDbc, or with
+    source="raw") every bus's frames (bus_frames) are decoded with that DBC or the
+    file's embedded one; source="messages" insists on per-message streams. `window`
+    is (T0, T1) in seconds of the axis (inclusive). Returns a list of Decoded."""
     messages = set(messages) if messages else None
     signals = set(signals) if signals else None
     per_message = [s for s in f.streams.values() if is_message_stream(s)]
@@ -271,6 +273,7 @@ def decode_file(f, dbc=None, messages=None, signals=None, window=None, source="a
         raise LookupError("no per-message CAN streams in this file")
     if source == "messages" or (source == "auto" and dbc is None and per_message):
         out = []
+        extra = None
         for s in per_message:
             meta = s.schema.meta_dict()
             message = meta.get("logb.can.message", s.name)
@@ -278,32 +281,84 @@ def decode_file(f, dbc=None, messages=None, signals=None, window=None, source="a
                 continue
             if signals is not None and not any(_wanted(g.name, message, signals) for g in signals_of(s.schema)):
                 continue
+            if extra is None:
+                extra = _exclusive_leftovers(f, window)
             # the payload bytes hold every signal: read them once, then extract
             # the signals over the whole stream at a time
-            axis, cols = _read(s, ["data"], window)
+            more = extra.get(s.uuid)
+            if more is None:
+                axis, cols = _read(s, ["data"], window)
+                data = cols["data"]
+            else:
+                axis, data = _merge_leftovers(s, window, more)
             if not len(axis):
                 continue
-            raw, phys, text, units = decode_payloads(s.schema, cols["data"], signals, message)
+            raw, phys, text, units = decode_payloads(s.schema, data, signals, message)
             d = Decoded(s.name, message, meta.get("logb.can.bus", ""), meta.get("logb.can.mux", ""),
                         axis, s.schema.axis_exp, raw, phys, text, units)
             out.append(d)
         return out
-    raw_streams = [s for s in f.streams.values() if is_raw_bus_stream(s)]
-    if not raw_streams:
+    groups = buses(f)
+    if not groups:
         raise LookupError("no CAN streams (raw bus or per-message) in this file")
     out = []
     compiled_given = dbc if isinstance(dbc, CompiledDbc) else None
-    for s in raw_streams:
+    for g in groups:
+        s = g.streams[0]
         compiled = compiled_given
         if compiled is None:
             source = dbc if dbc is not None else embedded_dbc(f, s)
             if source is None:
                 raise LookupError(f"raw bus stream {s.name!r}: no DBC given and none attached to the file")
             compiled = compile_dbc(source, bus=s.name)
-        axis, cols = _read(s, ["id", "flags", "data"], window)
-        out += decode_frames(compiled, axis, cols["id"], cols["flags"], cols["data"],
-                             messages, signals, s.schema.axis_exp, bus=s.name)
+        b = group_frames(f, g, window)
+        out += decode_frames(compiled, b.t, b.id, b.flags, b.data, messages, signals, b.axis_exp, bus=s.name)
     return out
+
+
+def _exclusive_leftovers(f, window):
+    """{per-message stream uuid: (session, axis, payloads)}: the data frames that the raw
+    bus streams of `exclusive` sessions hold and that route (by the per-message streams'
+    schema meta, first match as on the device) to an exact per-message stream — the
+    frames it could not reconstruct (SPEC §13.4). Frames routed to other streams are in
+    those streams already. Empty for files without exclusive routing."""
+    out = {}
+    for g in buses(f):
+        excl = g.exclusive_segments()
+        if not excl:
+            continue
+        routes = message_routes(f, g.streams[0].name)
+        if not any(r.exact for r in routes):
+            continue
+        for s in g.streams:
+            frames = {fl.offset for fl in s.frames if fl.segment in excl}
+            if not frames:
+                continue
+            axis, session, cols = _collect(s, ("id", "flags", "data"), window, frames)
+            data = np.asarray(cols["data"], np.uint8)
+            routed = route_rows(routes, frame_keys(cols["id"], cols["flags"]), data, data_frames(cols["flags"]))
+            for i, rows in routed.items():
+                r = routes[i]
+                if not r.exact:
+                    continue
+                ax = axis[rows]
+                if s.schema.axis_exp != r.stream.schema.axis_exp:
+                    ax = rescale(ax, s.schema.axis_exp, r.stream.schema.axis_exp)
+                payload = _pad(gather_rows(data, rows), r.payload_len)[:, :r.payload_len]
+                out.setdefault(r.stream.uuid, []).append((session[rows], ax, payload))
+    return out
+
+
+def _merge_leftovers(stream, window, more):
+    """A per-message stream's (axis, payloads) with its leftovers merged in, in time order
+    within each session."""
+    axis, session, cols = _collect(stream, ("data",), window)
+    add_s = np.concatenate([m[0] for m in more])
+    add_t = np.concatenate([m[1] for m in more])
+    order = merge_order(session, axis, add_s, add_t)  # the stream's own records first on equal ticks
+    ax = np.concatenate([axis, add_t])
+    data = np.concatenate([np.asarray(cols["data"], np.uint8)] + [m[2] for m in more])
+    return ax[order], data[order]
 
 
 def _read(stream, names, window):
@@ -323,8 +378,3 @@ def _ticks(window, stream):
     return None if window is None else window_ticks(window, stream.schema.axis_exp)
 
 
-def window_ticks(window_s, axis_exp):
-    """(T0, T1) seconds → inclusive (lo, hi) ticks of 10**axis_exp s."""
-    lo, hi = window_s
-    scale = 10.0 ** (-axis_exp)
-    return math.ceil(lo * scale - 1e-9), math.floor(hi * scale + 1e-9)

@@ -385,36 +385,30 @@ def import_trace(src, out, fmt=None, dbc=None, device="logb"):
 # ------------------------------------------------------------------ Logb out
 
 def raw_bus_streams(f):
-    """The raw bus streams of an open LogbFile."""
+    """The raw bus streams of an open LogbFile (a bus's frames: logb.can.bus.bus_frames)."""
     return [s for s in f.streams.values()
             if s.schema is not None and s.schema.meta_dict().get("logb.can.layout") in ("raw", "raw-fd")]
 
 
 def read_logb(f, streams=None):
-    """A Trace from an open LogbFile's raw bus streams (all, or those named in `streams`).
-    Ticks are Unix ticks when every record is dated (unix or anchored sessions), else the
-    session's own axis ticks."""
-    chosen = raw_bus_streams(f)
-    if streams:
-        wanted = set(streams)
-        chosen = [s for s in chosen if s.name in wanted or s.uuid.hex() in wanted]
-        missing = wanted - {s.name for s in chosen} - {s.uuid.hex() for s in chosen}
-        if missing:
-            raise KeyError(f"no raw CAN bus stream {sorted(missing)[0]!r}")
-    exp = min((s.schema.axis_exp for s in chosen), default=-6)
+    """A Trace from an open LogbFile's CAN buses (all, or those whose bus or raw bus stream
+    name or uuid is in `streams`): every frame of each bus, whatever the routing
+    (logb.can.bus.bus_frames). Ticks are Unix ticks when every frame is dated (unix or
+    anchored sessions), else the session's own axis ticks."""
+    from .bus import all_bus_frames
+
+    chosen = all_bus_frames(f, streams)
+    exp = min((b.axis_exp for b in chosen.values()), default=-6)
     parts, dated = [], True
-    for s in chosen:
-        cols = s.columns()
-        ns, ok = wall_ns(f, cols)
-        parts.append((s, cols, ns, ok))
+    for name, b in chosen.items():
+        ns, ok = wall_ns_of(f, b.t, b.axis_exp, b.session)
+        parts.append((name, b, ns, ok))
         dated &= ok
     buses = {}
-    for s, cols, ns, ok in parts:
-        ticks = ns if dated else _axis_ns(cols)
+    for name, b, ns, ok in parts:
+        ticks = ns if dated else _ticks_ns(b.t, b.axis_exp)
         ticks = _ns_to_ticks(ticks, exp)
-        name = s.name if s.name not in buses else f"{s.name}-{s.uuid.hex()[:8]}"  # two devices' can0
-        buses[name] = Bus(name, ticks, cols.raw["id"].astype(np.uint32), cols.raw["flags"].astype(np.uint8),
-                            cols.raw["dlc"].astype(np.uint8), np.ascontiguousarray(cols.raw["data"]))
+        buses[name] = Bus(name, ticks, b.id, b.flags, b.dlc, b.data)
     start = None
     meta = f.sessions[0].meta if f.sessions else {}
     if dated and "can.import.start_ns" in meta:
@@ -425,11 +419,10 @@ def read_logb(f, streams=None):
     return Trace(buses, exp, dated, start, meta.get("can.import.format", "logb"))
 
 
-def _axis_ns(cols):
-    exp = cols.axis_exp
+def _ticks_ns(axis, exp):
     if exp >= -9:
-        return cols.axis * (10 ** (exp + 9))
-    return cols.axis // (10 ** (-9 - exp))
+        return axis * (10 ** (exp + 9))
+    return axis // (10 ** (-9 - exp))
 
 
 def _ns_to_ticks(ns, exp):
@@ -532,7 +525,8 @@ def write_trace(trace, out, fmt=None):
 
 
 def export_trace(f, out, fmt=None, streams=None):
-    """A LogbFile's raw bus streams to a python-can format; returns (trace, warnings)."""
+    """A LogbFile's CAN buses (every frame, whatever the routing) to a python-can format;
+    returns (trace, warnings)."""
     trace = read_logb(f, streams)
     return trace, write_trace(trace, out, fmt)
 

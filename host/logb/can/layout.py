@@ -12,6 +12,11 @@ seekable and transposable:
 Per-message stream, one per DBC message: `t` as above, then the payload bytes
 at bit 32, then one field per signal at bit 32 + its position in the payload
 (the payload starts on a byte boundary, so both byte orders shift alike).
+
+Routing (SPEC §13.4): the raw bus stream's schema meta `logb.can.routing` says
+whether every frame is in it (`mirror`, host writers) or only the frames its
+exact per-message streams cannot reconstruct (`exclusive`, the device default);
+logb.can.bus.bus_frames gives the whole bus either way.
 """
 
 from ..schema import Field, Schema
@@ -31,14 +36,41 @@ T_BIT, ID_BIT, FLAGS_BIT, DLC_BIT, DATA_BIT = 0, 32, 64, 72, 80
 PAYLOAD_BIT = 32  # per-message streams: payload right after the timestamp
 CLASSIC_PAYLOAD, FD_PAYLOAD = 8, 64
 
+ROUTING_KEY = "logb.can.routing"  # raw bus stream schema meta: how frames were routed
+MIRROR, EXCLUSIVE = "mirror", "exclusive"
+ROUTINGS = (MIRROR, EXCLUSIVE)
+
+
+def routing_of(schema):
+    """The routing a raw bus stream's schema declares; `mirror` when the key is absent
+    (what SPEC §13.4 said before the key existed)."""
+    value = schema.meta_dict().get(ROUTING_KEY, MIRROR) if schema is not None else MIRROR
+    return value if value in ROUTINGS else MIRROR
+
+
+def routing_uuid(uuid, routing):
+    """A raw bus stream's uuid for `routing`, from its `mirror` uuid (or back: the
+    change is its own inverse): `exclusive` inverts the low bit of the last byte, so the
+    two routings have distinct uuids, each with one byte-identical schema (SPEC §6.8),
+    and a device can switch with the precomputed schema of its config (§13.7)."""
+    uuid = bytes(uuid)
+    if routing == MIRROR:
+        return uuid
+    if routing != EXCLUSIVE:
+        raise ValueError(f"routing must be {MIRROR!r} or {EXCLUSIVE!r}, not {routing!r}")
+    return uuid[:15] + bytes([uuid[15] ^ 1])
+
 
 def _time_axis(axis_exp):
     return dict(axis_kind=AxisKind.time, axis_mode=AxisMode.explicit, axis_exp=axis_exp,
                 axis_unit="s", axis_step=0, axis_scale=1, axis_field=0)
 
 
-def raw_bus_schema(uuid, name="can0", fd=False, axis_exp=-6, meta=()):
-    """Schema of a raw bus stream (classic: 18-byte records, FD: 74-byte)."""
+def raw_bus_schema(uuid, name="can0", fd=False, axis_exp=-6, meta=(), routing=MIRROR):
+    """Schema of a raw bus stream (classic: 18-byte records, FD: 74-byte). `uuid` is
+    used as given (see routing_uuid); `routing` goes into the meta (SPEC §13.4)."""
+    if routing not in ROUTINGS:
+        raise ValueError(f"routing must be {MIRROR!r} or {EXCLUSIVE!r}, not {routing!r}")
     payload = FD_PAYLOAD if fd else CLASSIC_PAYLOAD
     fields = [
         Field("t", T_BIT, 32, DataType.uint, description="ticks since the frame's axis_base"),
@@ -52,7 +84,8 @@ def raw_bus_schema(uuid, name="can0", fd=False, axis_exp=-6, meta=()):
         Field("data", DATA_BIT, 8 * payload, DataType.bytes, description="payload, zero-padded"),
     ]
     return Schema(uuid=uuid, name=name, record_bits=DATA_BIT + 8 * payload, fields=tuple(fields),
-                  meta=(("logb.can.layout", "raw-fd" if fd else "raw"),) + tuple(meta), **_time_axis(axis_exp))
+                  meta=(("logb.can.layout", "raw-fd" if fd else "raw"), (ROUTING_KEY, routing)) + tuple(meta),
+                  **_time_axis(axis_exp))
 
 
 def message_schema(uuid, name, payload_len, signal_fields=(), axis_exp=-6, meta=()):

@@ -1,4 +1,5 @@
-"""Logb raw bus streams → MDF4 in the ASAM CAN bus-logging layout, through asammdf.
+"""Logb CAN buses (every frame, whatever the routing) → MDF4 in the ASAM CAN bus-logging
+layout, through asammdf.
 
 The layout is the one asammdf's `extract_bus_logging`, the asammdf GUI, CANape
 and python-can's MF4Reader expect (and python-can's MF4Writer writes): bus-event
@@ -136,7 +137,7 @@ def trace_to_mdf(trace, out, compression=2, attachments=()):
 
 
 def export_mdf(f, out, streams=None, compression=2):
-    """A LogbFile's raw bus streams (all, or those named) to MDF4. Returns (trace, written)."""
+    """A LogbFile's CAN buses (all, or those named) to MDF4. Returns (trace, written)."""
     from .dbc import MEDIA_TYPE
 
     trace = read_logb(f, streams)

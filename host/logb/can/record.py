@@ -1,6 +1,8 @@
 """Write CAN frames into a Logb file the way every Logb tool expects them
 (docs/SPEC.md §13): the raw bus stream, and with a DBC the per-message streams
-and the DBC itself as an `application/x-dbc` ATTACH.
+and the DBC itself as an `application/x-dbc` ATTACH. Routing is `mirror`
+(SPEC §13.4): every frame is in the raw bus stream, matching data frames are
+in their per-message stream too.
 
     with logb.Writer("rec.logb", time_base="unix") as w:
         rec = CanRecorder(w, compile_dbc("vehicle.dbc"), bus="can0")
@@ -42,10 +44,10 @@ class CanRecorder:
         self.width = layout.FD_PAYLOAD if self.fd else layout.CLASSIC_PAYLOAD
         self.batch = int(batch)
         if compiled is not None and compiled.fd == self.fd:
-            raw_schema = compiled.raw_schema
+            raw_schema = compiled.raw_bus_schema(layout.MIRROR)
         else:
             raw_schema = layout.raw_bus_schema(raw_stream_uuid(bus, device, self.fd), bus, fd=self.fd,
-                                               axis_exp=axis_exp)
+                                               axis_exp=axis_exp, routing=layout.MIRROR)
         self.raw = writer.add_stream(raw_schema, codec=codec, transpose=transpose)
         self.streams = []
         if compiled is not None:

@@ -1,4 +1,5 @@
-"""Per-id timing statistics and a bus load estimate of raw bus streams.
+"""Per-id timing statistics and a bus load estimate of CAN buses (formats.read_logb:
+every frame of each bus, whatever the routing).
 
 Per id (and frame kind: data, remote, error) of each bus: the frame count, the
 mean period ((last - first) / (count - 1)), the jitter (standard deviation of

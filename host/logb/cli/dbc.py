@@ -11,7 +11,10 @@ compile: parse FILE.dbc with cantools and turn every message into a Logb
 per-message stream (docs/SPEC.md §13): payload bytes plus one field per
 signal (Motorola start bits converted, factor/offset as `linear`, value
 tables as `value_to_text`), one stream per multiplexer branch, J1939
-messages matched by PGN. Anything that cannot be expressed is listed on
+messages matched by PGN. The config's raw bus stream declares `exclusive`
+routing (SPEC §13.4), the device default: a frame its exact per-message
+stream reconstructs goes there alone; `Writer(mirror=True)` on the device
+switches it to `mirror`. Anything that cannot be expressed is listed on
 stderr by name. -o writes the compact device config (LBCF) a logger loads;
 --json prints every entry and its schema.
 
@@ -76,7 +79,7 @@ def run(args, out):
         if not args.json:
             print(f"wrote {args.output}: {len(entries)} entries, {size} bytes", file=out)
     if args.json:
-        items = [_entry_json(0, entries[0], compiled.raw_schema, {"message": None})]
+        items = [_entry_json(0, entries[0], entries[0].schema, {"message": None})]
         for i, e in enumerate(compiled.entries, 1):
             items.append(_entry_json(i, entries[i], e.schema, {
                 "message": e.message, "frame_id": f"0x{e.frame_id:X}", "extended": e.extended,
@@ -87,7 +90,7 @@ def run(args, out):
                "notes": [{"name": n, "note": r} for n, r in compiled.notes]}
         out.write(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
     elif not args.output:
-        _table(out, entries, [compiled.raw_schema] + [e.schema for e in compiled.entries])
+        _table(out, entries, [entries[0].schema] + [e.schema for e in compiled.entries])
         print(f"{len(compiled.entries)} per-message streams, {sum(len(e.signals) for e in compiled.entries)} "
               f"signal fields; {len(compiled.problems)} not compiled", file=out)
     return EXIT_DAMAGED if (args.strict and compiled.problems) else EXIT_OK

@@ -8,10 +8,12 @@ from .common import EXIT_DAMAGED, EXIT_OK, EXIT_USAGE, CliError, open_logb
 
 HELP = "decode CAN signals (per-message streams, or raw frames with a DBC) to CSV or Parquet"
 DESCRIPTION = """\
-Decode the CAN signals of FILE to a table. Without --dbc, the file's
-per-message streams are decoded (no DBC needed: the signals are fields of the
-file); a file with only raw bus streams is decoded with the DBC attached to
-it. --dbc decodes the raw bus streams with that DBC instead.
+Decode the CAN signals of FILE to a table, every frame once. Without --dbc,
+the file's per-message streams are decoded (no DBC needed: the signals are
+fields of the file), with — where a logger routed `exclusive` (docs/SPEC.md
+§13.4) — the raw bus frames its exact message streams could not hold; a file
+with only raw bus streams is decoded with the DBC attached to it. --dbc
+decodes every bus's frames with that DBC instead.
 
 Wide layout (default): one row per decoded frame, in time order: time_s,
 bus, message, then one column per signal, `Message.Signal` (the scaled value,

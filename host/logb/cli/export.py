@@ -17,9 +17,11 @@ each field's unit, description and raw type in the Arrow field metadata.
 
   logb export rec.logb --stream can0 --format parquet -o can0.parquet
 
-CAN formats (candump .log, asc, blf, trc, mdf4 .mf4) write the raw CAN bus
-streams back as a trace (python-can) or an ASAM MDF4 bus-logging file
-(asammdf); --stream then picks one bus (default: all).
+CAN formats (candump .log, asc, blf, trc, mdf4 .mf4) write the CAN buses back
+as a trace (python-can) or an ASAM MDF4 bus-logging file (asammdf): every
+frame of each bus, also those a logger routed to per-message streams alone
+(`exclusive` routing, docs/SPEC.md §13.4); --stream then picks one bus
+(default: all).
 
   logb export rec.logb --format mdf4 -o rec.mf4"""
 

@@ -3,11 +3,11 @@
 import argparse
 import sys
 
-from . import cat, dbc, decode, dump, export, import_, info, plot, stats, verify
+from . import cat, dbc, decode, dump, export, import_, info, plot, pull, stats, tail, verify
 from .common import CliError
 
 COMMANDS = {"info": info, "verify": verify, "dump": dump, "cat": cat, "export": export, "dbc": dbc, "decode": decode,
-            "import": import_, "stats": stats, "plot": plot}
+            "import": import_, "stats": stats, "plot": plot, "pull": pull, "tail": tail}
 
 EPILOG = """\
 exit status: 0 success/intact, 1 damaged or truncated input, 2 not a Logb

@@ -4,8 +4,8 @@ from .common import EXIT_DAMAGED, EXIT_OK, EXIT_USAGE, CliError, dumps, open_log
 
 HELP = "per CAN id: count, mean period, jitter, gaps, DLC; bus load estimate"
 DESCRIPTION = """\
-For every raw CAN bus stream (or the one --stream names), per id and frame
-kind (data, remote, error): the count, mean period, jitter (standard
+For every CAN bus (or the one --stream names; every frame of it, whatever
+the routing, docs/SPEC.md §13.4), per id and frame kind (data, remote, error): the count, mean period, jitter (standard
 deviation of the intervals), min and max interval, gaps (intervals longer than
 --gap-factor times the median interval) with the longest, and the DLC codes.
 

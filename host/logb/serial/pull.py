@@ -1,0 +1,503 @@
+"""`logb pull`: copy recordings off a logger over the serial link, verified.
+
+For each recording:
+
+1. Bytes are requested from where the local copy stops (READ). Every DATA
+   message's CRC (the device's running CRC-32C of the range) is checked as
+   it arrives; only checked bytes are written, to `DIR/.NAME.part`, and
+   every Logb frame's CRC is checked as it completes (FrameCheck).
+2. Any damage, stall or disconnect: CANCEL (or reconnect) and ask again from
+   the last checked byte. `DIR/.NAME.part.json` records how far the part
+   file is checked and the device's CRC-32C of that prefix, so an
+   interrupted pull (even a killed one) resumes there; before resuming, the
+   device's CRC of the last 4 KiB before that point must match the local
+   bytes (a different file under the same name starts over).
+3. A recording the logger is still writing is pulled up to its durable size
+   (which the device reports at a flush: a frame boundary); if the received
+   bytes end inside a frame anyway, the copy is cut at the last whole frame.
+4. A writer thread appends the checked bytes to the part file, fsyncs it
+   every few MiB and reads back what it synced; the size and CRC-32C of the
+   part file as read back must equal the device's (combined from the
+   ranges it sent). Only then is it renamed to `DIR/NAME` (and the
+   directory fsynced). Otherwise it is discarded and pulled once more, then
+   an error.
+5. With `delete=True`, a verified recording the logger is not writing is
+   deleted on the device by a DELETE naming its size and CRC-32C, which the
+   device checks against the file before removing it.
+
+An existing `DIR/NAME` is never overwritten by different bytes: if the
+device's file starts with it (the recording grew) the new bytes are
+appended to a copy, verified and renamed over it; otherwise it is an error.
+"""
+
+import json
+import os
+import queue
+import shutil
+import struct
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+from ..crc import crc32c
+from ..framing import FILE_HEADER_SIZE, FRAME_HEADER, FRAME_OVERHEAD, SYNC_PATTERN, frame_crc_ok, is_file_header
+from . import protocol as P
+from .client import Client, DeviceError, LinkError, LinkLost, parse_end
+
+TAIL_CHECK = 4096  # bytes before a resume point whose device CRC must match the local copy
+MAX_FAILS = 8  # consecutive attempts without progress before giving up
+SAVE_EVERY = 4 << 20  # bytes between state saves (fsync + .part.json) ...
+SAVE_S = 1.0  # ... or seconds, whichever comes first
+
+
+class PullError(LinkError):
+    """One recording could not be pulled and verified (the reason is the message)."""
+
+
+@dataclass
+class Outcome:
+    name: str
+    size: int = 0
+    crc: int = 0
+    status: str = ""  # pulled | resumed | extended | up to date | failed
+    transferred: int = 0
+    frames: int = 0
+    damage: list = field(default_factory=list)  # (offset, cause) in the recording itself
+    cut: int = 0  # bytes left off at the end of a growing recording (not a whole frame yet)
+    retries: int = 0
+    deleted: bool = False
+    kept: str = ""  # why --delete left it on the device (not an error: the logger is recording it)
+    error: str = ""
+    seconds: float = 0.0
+
+
+class FrameCheck:
+    """Checks every Logb frame's CRC as bytes arrive, in order (SPEC §4.1);
+    damage is noted and skipped to the next CRC-valid SYNC (SPEC §10.3).
+    `boundary` is the end of the last whole frame (or the file header)."""
+
+    def __init__(self, total):
+        self.total = total  # the expected size: a frame claiming more is damage now
+        self.pos = 0  # absolute offset of tail[0]
+        self.tail = bytearray()
+        self.boundary = 0
+        self.frames = 0
+        self.damage = []
+        self.header = None  # True / False once 16 bytes are seen
+        self._resync = False
+
+    def feed(self, data):
+        if self.tail:
+            self.tail += data
+            buf = self.tail
+        else:
+            buf = data
+        n = len(buf)
+        base = self.pos
+        i = 0
+        if self.header is None:
+            if base + n < FILE_HEADER_SIZE:
+                self.tail = bytearray(buf)
+                return
+            self.header = is_file_header(bytes(buf[:FILE_HEADER_SIZE]))
+            if not self.header:
+                self.damage.append((0, "not a Logb file header"))
+                self._resync = True
+            else:
+                i = FILE_HEADER_SIZE
+                self.boundary = FILE_HEADER_SIZE
+        while True:
+            if self._resync:
+                x = bytes(buf[i + 8:]).find(SYNC_PATTERN) if n - i > 8 else -1
+                if x < 0:
+                    i = max(i, n - 8 - len(SYNC_PATTERN) + 1)
+                    break
+                i += x
+                self._resync = False
+            if n - i < 8:
+                break
+            plen, ftype, _flags, _sid = FRAME_HEADER.unpack_from(buf, i)
+            end = i + FRAME_OVERHEAD + plen
+            if base + end > self.total:
+                self._bad(base + i, "length past end")
+                i += 1
+                continue
+            if end > n:
+                break
+            if frame_crc_ok(buf, i, plen):
+                self.frames += 1
+                i = end
+                self.boundary = base + end
+            else:
+                self._bad(base + i, "crc mismatch")
+                i += 1
+        self.pos = base + i
+        self.tail = bytearray(buf[i:])
+
+    def _bad(self, offset, cause):
+        if not self._resync:
+            self.damage.append((offset, cause))
+        self._resync = True
+
+
+def _crc_file(path, size):
+    crc = 0
+    with open(path, "rb") as f:
+        left = size
+        while left > 0:
+            b = f.read(min(left, 8 << 20))
+            if not b:
+                break
+            crc = crc32c(b, crc)
+            left -= len(b)
+    return crc
+
+
+def _fsync_dir(d):
+    try:
+        fd = os.open(d, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+class Puller:
+    def __init__(self, client, dest, say=print, progress=None, reconnect_s=30.0, timeout=None):
+        self.cl = client
+        self.dest = os.fspath(dest)
+        self.say = say
+        self.progress = progress  # callable(total, label) -> object with advance(n), close()
+        self.reconnect_s = reconnect_s
+
+    # ------------------------------------------------------------ state
+    def _paths(self, name):
+        return (os.path.join(self.dest, name), os.path.join(self.dest, f".{name}.part"),
+                os.path.join(self.dest, f".{name}.part.json"))
+
+    def _save(self, state_path, f, name, verified, dcrc):
+        f.flush()
+        os.fsync(f.fileno())
+        tmp = state_path + ".tmp"
+        with open(tmp, "w") as s:
+            json.dump({"name": name, "verified": verified, "device_crc": dcrc,
+                       "device": self.cl.hello.device if self.cl.hello else ""}, s)
+            s.flush()
+            os.fsync(s.fileno())
+        os.replace(tmp, state_path)
+
+    def _load(self, part, state_path, name):
+        try:
+            with open(state_path) as s:
+                st = json.load(s)
+            if st.get("name") != name or not os.path.exists(part):
+                return None
+            verified, dcrc = int(st["verified"]), int(st["device_crc"])
+            if os.path.getsize(part) < verified:
+                return None
+            return verified, dcrc
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def _tail_matches(self, name, path, upto):
+        """The device's CRC of the TAIL_CHECK bytes before `upto` equals the local file's."""
+        k = min(upto, TAIL_CHECK)
+        if not k:
+            return True
+        with open(path, "rb") as f:
+            f.seek(upto - k)
+            local = f.read(k)
+        count, crc = self._retry(lambda: self.cl.hash(name, upto - k, k))
+        return count == k and crc == crc32c(local)
+
+    def _retry(self, fn):
+        """Run a request; on a lost link, reconnect and run it again."""
+        for _ in range(MAX_FAILS):
+            try:
+                return fn()
+            except LinkLost:
+                self.cl.close()
+                self.cl.reconnect(self.reconnect_s, self.say)
+        return fn()
+
+    # ------------------------------------------------------------ one file
+    def pull(self, entry, delete=False):
+        t0 = time.monotonic()
+        out = Outcome(entry.name)
+        try:
+            self._pull(entry, out)
+            if delete:
+                self._delete(entry, out)
+        except PullError as exc:
+            out.status, out.error = out.status or "failed", str(exc)
+        except LinkError as exc:
+            out.status, out.error = out.status or "failed", str(exc)
+        out.seconds = time.monotonic() - t0
+        return out
+
+    def _delete(self, entry, out):
+        if out.error:
+            return
+        cur = self._retry(lambda: self.cl.stat(entry.name))
+        if cur.active:
+            out.kept = "the logger is recording it"
+            return
+        try:
+            self._retry(lambda: self.cl.delete(entry.name, out.size, out.crc))
+        except DeviceError as exc:
+            out.error = f"not deleted: {exc}"
+            return
+        out.deleted = True
+
+    def _pull(self, entry, out):
+        name = entry.name
+        final, part, state_path = self._paths(name)
+        dev = self._retry(lambda: self.cl.stat(name))
+        target, active = dev.size, dev.active
+        prefix = None  # (verified bytes, device CRC of them) to continue from
+        if os.path.exists(final):
+            local = os.path.getsize(final)
+            if local > target:
+                raise PullError(f"{final} ({local} bytes) is longer than the device's {name} ({target} bytes): "
+                                f"left alone; move it away to pull this one")
+            if not self._tail_matches(name, final, local):
+                raise PullError(f"{final} differs from the device's {name}: left alone; move it away to pull this one")
+            crc = _crc_file(final, local)
+            if local == target:
+                out.status, out.size, out.crc = "up to date", local, crc
+                return
+            shutil.copyfile(final, part)  # the local copy stays untouched until the new one is verified
+            with open(part, "r+b") as f:
+                self._save(state_path, f, name, local, crc)
+            out.status = "extended"
+        for attempt in range(2):
+            prefix = self._load(part, state_path, name)
+            if prefix is not None and (prefix[0] > target or not self._tail_matches(name, part, prefix[0])):
+                self.say(f"{name}: the partial copy does not match the device's file; starting over")
+                prefix = None
+            if prefix is None:
+                prefix = (0, 0)
+                out.status = "pulled"
+            elif out.status != "extended":
+                out.status = "resumed" if prefix[0] else "pulled"
+            size, dcrc, crc = self._transfer(name, part, state_path, prefix, target, active, out)
+            if os.path.getsize(part) == size and crc == dcrc:
+                os.replace(part, final)
+                _fsync_dir(self.dest)
+                try:
+                    os.unlink(state_path)
+                except FileNotFoundError:
+                    pass
+                out.size, out.crc = size, crc
+                return
+            self.say(f"{name}: the copy's CRC-32C {crc:08x} differs from the device's {dcrc:08x}; "
+                     f"discarding it" + ("; pulling again" if attempt == 0 else ""))
+            for p in (part, state_path):
+                try:
+                    os.unlink(p)
+                except FileNotFoundError:
+                    pass
+        raise PullError(f"{name}: the copy did not verify twice; nothing was kept")
+
+    def _transfer(self, name, part, state_path, prefix, target, active, out):
+        """Bring `part` from prefix[0] to `target` bytes. Returns (size, the
+        device's CRC-32C of it, the CRC-32C of the part file as read back)."""
+        have, dcrc = prefix
+        mode = "r+b" if os.path.exists(part) else "w+b"
+        with open(part, mode) as f:
+            f.truncate(have)
+            f.seek(have)
+            check = FrameCheck(target)
+            local = 0
+            if have:  # the checker's state, and the local CRC, over what is already here
+                with open(part, "rb") as g:
+                    left = have
+                    while left:
+                        b = g.read(min(left, 8 << 20))
+                        check.feed(b)
+                        local = crc32c(b, local)
+                        left -= len(b)
+            sink = _Sink(self, f, part, state_path, name, have, local, (dcrc, have, 0), check)
+            bar = self.progress(target - have, name) if self.progress and target > have else None
+            ckpts = deque([(have, dcrc, have, 0)], maxlen=64)  # (offset, device CRC before start, start, run)
+            fails = 0
+            try:
+                while have < target:
+                    start, run, got = have, 0, 0
+                    try:
+                        tag = self.cl.read_range(name, have, target - have)
+                        while True:
+                            m = self.cl.recv()
+                            if m is None:
+                                raise _Retry("no data for %.0f s" % self.cl.timeout)
+                            if m.tag != tag:
+                                continue
+                            if m.type == P.R_DATA:
+                                c = crc32c(m.payload, run)
+                                if c != m.crc:
+                                    self.cl.parser.reject_last()
+                                    raise _Retry("a damaged message")
+                                run = c
+                                sink.put(m.payload, (dcrc, start, run))
+                                n = len(m.payload)
+                                got += n
+                                have += n
+                                if bar is not None:
+                                    bar.advance(n)
+                                ckpts.append((have, dcrc, start, run))
+                            elif m.type == P.R_END:
+                                off, count, crc, status = parse_end(m.payload)
+                                if off != start or count != got or crc != run:
+                                    raise _Retry("END disagrees with the data received")
+                                if status != P.S_COMPLETE:
+                                    # the file is shorter than it was (an active recording restarted?)
+                                    raise PullError(f"{name}: the device's file ended at {have} bytes, "
+                                                    f"not {target}: it changed during the pull; pull again")
+                                break
+                            elif m.type == P.R_ERR:
+                                code, = struct.unpack_from("<H", m.payload, 0)
+                                if code in (P.E_CRC, P.E_BUSY):
+                                    raise _Retry("the device got a damaged request")
+                                raise DeviceError(code, P.unpack_str(m.payload, 2)[0])
+                    except _Retry as exc:
+                        out.retries += 1
+                        self.say(f"{name}: {exc} at byte {have}; asking again from there")
+                        try:
+                            self.cl.cancel()
+                        except LinkLost:
+                            self.cl.close()
+                            self.cl.reconnect(self.reconnect_s, self.say)
+                    except LinkLost as exc:
+                        out.retries += 1
+                        self.say(f"{name}: {exc}")
+                        self.cl.close()
+                        self.cl.reconnect(self.reconnect_s, self.say)
+                    finally:
+                        dcrc = P.crc32c_combine(dcrc, run, got)
+                        sink.check()
+                    fails = 0 if got else fails + 1
+                    if fails >= MAX_FAILS:
+                        raise PullError(f"{name}: {MAX_FAILS} attempts in a row brought no data; "
+                                        f"{have} of {target} bytes are kept for the next pull")
+            finally:
+                if bar is not None:
+                    bar.close()
+                sink.close()
+            out.transferred += have - prefix[0]
+            local = sink.local
+            if active and not check.damage and check.boundary < have:
+                # the growing file's last bytes are not a whole frame: keep the copy to the frame before
+                cut = check.boundary
+                base, bcrc = 0, 0
+                for o, before, st, r in ckpts:
+                    if o <= cut:
+                        base, bcrc = o, P.crc32c_combine(before, r, o - st)
+                count, hcrc = self._retry(lambda: self.cl.hash(name, base, cut - base))
+                if count != cut - base:
+                    raise PullError(f"{name}: the device could not hash [{base}, {cut})")
+                out.cut = have - cut
+                have, dcrc = cut, P.crc32c_combine(bcrc, hcrc, cut - base)
+                f.truncate(have)
+                f.flush()
+                os.fsync(f.fileno())
+                local = _crc_file(part, have)
+                self._save(state_path, f, name, have, dcrc)
+            out.frames, out.damage = check.frames, list(check.damage)
+        return have, dcrc, local
+
+
+class _Sink(threading.Thread):
+    """Checks every Logb frame's CRC (FrameCheck) and writes the
+    message-checked bytes to the part file, off the reading thread:
+    every SAVE_EVERY bytes it fsyncs, reads back what it synced (the local
+    CRC-32C, from the file, not from memory) and records the state — so the
+    waits for the disk overlap the transfer."""
+
+    def __init__(self, puller, f, part, state_path, name, start, local, mark, check):
+        super().__init__(daemon=True)
+        self.puller, self.f, self.state_path, self.name = puller, f, state_path, name
+        self.check_frames = check.feed  # every Logb frame's CRC, as the bytes come
+        self.back = open(part, "rb")
+        self.synced = self.written = start
+        self.local = local  # CRC-32C of the part file's [0, synced), read back
+        self.mark = mark  # (device CRC before the range, range start, running CRC) at `written`
+        self.saved_at = time.monotonic()
+        self.q = queue.Queue(maxsize=256)  # at most 256 messages (8 MiB at 32 KiB) in flight
+        self.error = None
+        self.start()
+
+    def put(self, payload, mark):
+        self.q.put((payload, mark))
+
+    def check(self):
+        if self.error is not None:
+            raise PullError(f"{self.name}: cannot write the copy: {self.error}")
+
+    def close(self):
+        self.q.put(None)
+        self.join()
+        self.back.close()
+        self.check()
+
+    def run(self):
+        try:
+            while True:
+                item = self.q.get()
+                if item is None:
+                    break
+                payload, self.mark = item
+                self.check_frames(payload)
+                self.f.write(payload)
+                self.written += len(payload)
+                if self.written - self.synced >= SAVE_EVERY or time.monotonic() - self.saved_at >= SAVE_S:
+                    self._sync()
+            self._sync()
+        except Exception as exc:  # noqa: BLE001 - reported to the reading thread by check()
+            self.error = exc
+            while self.q.get() is not None:  # drain so put() and close() return
+                pass
+
+    def _sync(self):
+        self.f.flush()
+        self.back.seek(self.synced)
+        left = self.written - self.synced
+        while left > 0:
+            b = self.back.read(min(left, 8 << 20))
+            if not b:
+                raise OSError(f"the part file is shorter than the {self.written} bytes written")
+            self.local = crc32c(b, self.local)
+            left -= len(b)
+        self.synced = self.written
+        self.saved_at = time.monotonic()
+        before, start, run = self.mark
+        # fsync, then the state that points at the synced bytes
+        self.puller._save(self.state_path, self.f, self.name, self.synced,
+                          P.crc32c_combine(before, run, self.synced - start))
+
+
+class _Retry(Exception):
+    pass
+
+
+def pull(client, names, dest, delete=False, say=print, progress=None, reconnect_s=30.0):
+    """Pull `names` (None: every recording) into `dest`; returns [Outcome]."""
+    os.makedirs(dest, exist_ok=True)
+    entries = client.list()
+    if names is None:
+        todo = entries
+    else:
+        by = {e.name: e for e in entries}
+        todo = [by.get(n) or n for n in names]
+    p = Puller(client, dest, say, progress, reconnect_s)
+    out = []
+    for e in todo:
+        if isinstance(e, str):
+            out.append(Outcome(e, status="failed", error="no such recording on the device"))
+            continue
+        out.append(p.pull(e, delete))
+    return out

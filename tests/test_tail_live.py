@@ -1,0 +1,116 @@
+"""`logb tail` over a pseudo-terminal cable while the logger records: records
+decoded as their frames arrive, and through a reboot of the logger (a new
+writer session, shown as one) — under CPython and on the simulated board
+(MicroPython in Node.js) with a DBC."""
+
+import json
+import pathlib
+import subprocess
+import sys
+import time
+
+import pytest
+
+import logb
+
+sys.path.insert(0, str(pathlib.Path(__file__).parent / "serial"))
+import rig  # noqa: E402
+
+pytestmark = pytest.mark.single_backend
+
+
+def tail(port, *args, duration):
+    return subprocess.Popen([sys.executable, "-m", "logb.cli.main", "tail", "--json", "--port", str(port),
+                             "--duration", str(duration), *map(str, args)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def finish(p, timeout=60):
+    out, err = p.communicate(timeout=timeout)
+    return p.returncode, [json.loads(x) for x in out.splitlines()], err
+
+
+def test_tail_shows_the_frames_the_logger_records(tmp_path):
+    dev = tmp_path / "sd"
+    dev.mkdir()
+    with rig.Cable(tmp_path) as cable:
+        d = rig.cpython_device(cable.device, dev, record=rig.LANCER, name="rec-0001.logb", speed=12, limit=40000)
+        try:
+            assert rig.wait_until(lambda: (dev / "rec-0001.logb").stat().st_size > 30000)
+            rc, lines, err = finish(tail(cable.host, duration=2.5))
+            d.wait_for("RECORDED", 60)
+        finally:
+            d.kill()
+    assert rc == 0, err
+    sessions = [x for x in lines if "session" in x]
+    recs = [x for x in lines if "id" in x]
+    assert len(sessions) == 1 and sessions[0]["device"] == "cpython-logger" and len(recs) > 100
+    f = logb.LogbFile(dev / "rec-0001.logb")
+    c = f.stream("can0").columns()
+    known = {(round(float(t), 6), int(i), bytes(b).hex()) for t, i, b in zip(c.seconds(), c.raw["id"], c.raw["data"])}
+    for r in recs:  # every record shown is one the file holds, time, id and payload
+        key = (round(r["t"], 6), r["id"], r["data"].ljust(16, "0"))
+        assert key in known, r
+    # live: it started near the end of what was recorded, not at the beginning
+    assert recs[0]["t"] > float(c.seconds()[0]) + 1.0
+
+
+def test_tail_survives_a_reboot_cpython(tmp_path):
+    dev = tmp_path / "sd"
+    dev.mkdir()
+    with rig.Cable(tmp_path) as cable:
+        a = rig.cpython_device(cable.device, dev, record=rig.LANCER, name="rec-0001.logb", speed=10, limit=60000)
+        b = None
+        try:
+            assert rig.wait_until(lambda: (dev / "rec-0001.logb").stat().st_size > 20000)
+            p = tail(cable.host, duration=11)
+            time.sleep(2.5)
+            a.kill()  # power cut: the logger reboots and records a new file, a new session
+            time.sleep(1.0)
+            b = rig.cpython_device(cable.device, dev, record=rig.LANCER, name="rec-0002.logb", speed=6,
+                                   limit=60000)
+            rc, lines, err = finish(p)
+        finally:
+            a.kill()
+            if b is not None:
+                b.kill()
+    assert rc == 0, err
+    order = ["session:" + x["session"] if "session" in x else "rec" for x in lines]
+    sessions = [x for x in order if x.startswith("session:")]
+    assert len(sessions) == 2 and sessions[0] != sessions[1], err
+    first, second = order.index(sessions[0]), order.index(sessions[1])
+    assert "rec" in order[first:second] and "rec" in order[second:]  # records from both sessions
+    assert "restarted" in err and "reconnect" in err
+
+
+def test_tail_with_a_dbc_through_a_board_reboot(tmp_path):
+    """The simulated board records the durango trace with fca_giorgio.dbc's
+    config; tail decodes signals live; the board is killed and boots again
+    (the same SD file, a new session)."""
+    sd = tmp_path / "sd"
+    sd.mkdir()
+    with rig.Cable(tmp_path) as cable:
+        a = rig.micropython_device(cable.device, sd / "rec.logb", speed=2, limit=70000, deadline=90)
+        b = None
+        try:
+            assert rig.wait_until(lambda: (sd / "rec.logb").stat().st_size > 50000, 30)
+            p = tail(cable.host, "--dbc", rig.GIORGIO, duration=12)
+            time.sleep(3.0)
+            a.kill()
+            b = rig.micropython_device(cable.device, sd / "rec.logb", speed=2, limit=70000, deadline=90,
+                                       settings={"session": "5e" * 16})
+            rc, lines, err = finish(p)
+        finally:
+            a.kill()
+            if b is not None:
+                b.kill()
+    assert rc == 0, err
+    sessions = [x["session"] for x in lines if "session" in x]
+    assert len(sessions) == 2 and sessions[1] == "5e" * 16, err
+    signals = [x for x in lines if "signals" in x]
+    streams = {x["stream"] for x in signals}
+    assert {"NEW_MSG_11C", "coolant"} <= streams  # a per-message stream, the sensor
+    assert streams & {"ABS_6", "NEW_MSG_118", "EPS_3"}  # raw frames decoded with the DBC
+    speeds = [x["signals"]["VEHICLE_SPEED"] for x in signals if x["stream"] == "NEW_MSG_11C"]
+    assert speeds and all(0 <= v < 1 for v in speeds)
+    assert any("id" in x and "signals" not in x for x in lines)  # frames no message matches: raw
