@@ -147,5 +147,5 @@ def test_micropython_board_through_faults(tmp_path):
             d.kill()
         log = cable.close()
     assert sum(line.startswith("FAULT") for line in log) >= 4, log
-    assert rc == 0 and res["rec.logb"]["retries"] >= 3
+    assert rc == 0 and res["rec.logb"]["retries"] >= 3, res
     assert rig.same_bytes(sd / "rec.logb", out / "rec.logb") and logb.LogbFile(out / "rec.logb").report.clean

@@ -5,8 +5,10 @@ writer session, shown as one) — under CPython and on the simulated board
 
 import json
 import pathlib
+import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -28,6 +30,26 @@ def tail(port, *args, duration):
 def finish(p, timeout=60):
     out, err = p.communicate(timeout=timeout)
     return p.returncode, [json.loads(x) for x in out.splitlines()], err
+
+
+def watch(p, done, timeout=45):
+    """Lines of a running `logb tail --json` until done(lines) (then Ctrl-C) or the timeout."""
+    lines = []
+    t = threading.Thread(target=lambda: lines.extend(json.loads(x) for x in p.stdout), daemon=True)
+    t.start()
+    end = time.monotonic() + timeout
+    while time.monotonic() < end and p.poll() is None and not done(list(lines)):
+        time.sleep(0.1)
+    p.send_signal(signal.SIGINT)
+    err = p.stderr.read()
+    p.wait(20)
+    t.join(5)
+    return p.returncode, lines, err
+
+
+def after_second_session(lines):
+    k = [i for i, x in enumerate(lines) if "session" in x]
+    return lines[k[1] + 1:] if len(k) >= 2 else []
 
 
 def test_tail_shows_the_frames_the_logger_records(tmp_path):
@@ -63,13 +85,13 @@ def test_tail_survives_a_reboot_cpython(tmp_path):
         b = None
         try:
             assert rig.wait_until(lambda: (dev / "rec-0001.logb").stat().st_size > 20000)
-            p = tail(cable.host, duration=11)
+            p = tail(cable.host, duration=60)
             time.sleep(2.5)
             a.kill()  # power cut: the logger reboots and records a new file, a new session
             time.sleep(1.0)
             b = rig.cpython_device(cable.device, dev, record=rig.LANCER, name="rec-0002.logb", speed=6,
                                    limit=60000)
-            rc, lines, err = finish(p)
+            rc, lines, err = watch(p, lambda ls: sum("id" in x for x in after_second_session(ls)) >= 50)
         finally:
             a.kill()
             if b is not None:
@@ -94,12 +116,17 @@ def test_tail_with_a_dbc_through_a_board_reboot(tmp_path):
         b = None
         try:
             assert rig.wait_until(lambda: (sd / "rec.logb").stat().st_size > 50000, 30)
-            p = tail(cable.host, "--dbc", rig.GIORGIO, duration=12)
+            p = tail(cable.host, "--dbc", rig.GIORGIO, duration=60)
             time.sleep(3.0)
             a.kill()
             b = rig.micropython_device(cable.device, sd / "rec.logb", speed=2, limit=70000, deadline=90,
                                        settings={"session": "5e" * 16})
-            rc, lines, err = finish(p)
+
+            def enough(ls):
+                got = {x.get("stream") for x in after_second_session(ls)}
+                return {"NEW_MSG_11C", "coolant", "can0"} <= got and got & {"ABS_6", "NEW_MSG_118", "EPS_3"}
+
+            rc, lines, err = watch(p, enough)
         finally:
             a.kill()
             if b is not None:

@@ -89,7 +89,7 @@ def main(argv=None):
         frames = read_trace(args.record, args.limit)
         sink = open(os.path.join(args.dir, args.name), "wb")
         rec = link.Recorder(sink, args.name)
-        clock = [0]
+        clock = [1 << 29]  # the replay's first tick, as on the simulated board
         writer = fw.Writer(rec, device="cpython-logger", ticks=lambda: clock[0], crc=crc, segment_bytes=256 << 10,
                            flush_ms=200)
         if args.config:
@@ -99,6 +99,8 @@ def main(argv=None):
             import fwtools
 
             writer.load_config(fwtools.raw_only_config())
+        coolant = writer.add_sensor("coolant", [("temp", "h", "degC", -40.0, 0.125)], device="cpython-logger")
+        next_sample = 0
     ln = link.Link(port, link.VfsStorage(args.dir, rec), device="cpython-logger", firmware=fw.FIRMWARE,
                    chunk=args.chunk, crc=crc, idle_s=args.idle, kbd=False)
     print("READY", flush=True)
@@ -116,6 +118,12 @@ def main(argv=None):
                 i += 1
                 busy = True
             clock[0] = (base + int(now_us)) & ((1 << 30) - 1)
+            if now_us >= next_sample:  # a coolant sensor every 100 ms, as on the simulated board
+                off = coolant.pend(clock[0])
+                coolant.buf[off] = 0x20 + (i & 0x3F)
+                coolant.buf[off + 1] = 0x03
+                coolant.finish()
+                next_sample += 100_000
             writer.poll()
             if i >= len(frames):
                 writer.close()

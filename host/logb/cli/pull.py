@@ -6,6 +6,7 @@ from .common import EXIT_OK, EXIT_USAGE, CliError, Progress, dumps
 
 EXIT_FAILED = 1
 EXIT_NO_DEVICE = 69  # EX_UNAVAILABLE
+EXIT_INTERRUPTED = 130
 
 HELP = "copy recordings off a logger over USB serial: resumable, CRC-checked, verified before kept"
 DESCRIPTION = """\
@@ -91,6 +92,11 @@ def run(args, out):
                            progress=progress, reconnect_s=args.reconnect)
         except LinkError as exc:
             raise CliError(str(exc), EXIT_FAILED) from None
+        except KeyboardInterrupt:
+            raise CliError("interrupted: what was verified is kept in DIR/.NAME.part; pull again to resume",
+                           EXIT_INTERRUPTED) from None
+        except OSError as exc:
+            raise CliError(f"{dest}: {exc}", EXIT_FAILED) from None
     finally:
         cl.bye()
     failed = 0

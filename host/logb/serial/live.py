@@ -32,8 +32,8 @@ class LiveDecoder:
 
     def reset(self, start, show_from=0):
         """Bytes will now come from offset `start` (0, or a SYNC frame);
-        records of DATA frames before `show_from` are decoded silently
-        (the schemas and session before a live point still count)."""
+        DATA frames that start before `show_from` are skipped (the SCHEMA
+        and session META frames before that point still count)."""
         self.pos = start
         self.show_from = show_from
         self.buf = bytearray()

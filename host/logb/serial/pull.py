@@ -237,6 +237,8 @@ class Puller:
             out.status, out.error = out.status or "failed", str(exc)
         except LinkError as exc:
             out.status, out.error = out.status or "failed", str(exc)
+        except OSError as exc:  # the destination: not writable, full, ...
+            out.status, out.error = out.status or "failed", f"local file: {exc}"
         out.seconds = time.monotonic() - t0
         return out
 
