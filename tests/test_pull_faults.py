@@ -27,7 +27,7 @@ KINDS = ("drop", "flip", "noise", "stall", "disconnect")
 
 def pull(*args):
     out = io.StringIO()
-    rc = logb_main(["pull", "--json", "--quiet", "--timeout", "1", "--reconnect", "10", *map(str, args)], out=out)
+    rc = logb_main(["pull", "--json", "--quiet", "--timeout", "1.5", "--reconnect", "20", *map(str, args)], out=out)
     return rc, {r["name"]: r for r in map(json.loads, out.getvalue().splitlines())}
 
 
@@ -60,7 +60,7 @@ CASES = {
     "flip": [{"at": 200_000, "kind": "flip", "bit": 5}, {"at": 900_000, "kind": "flip", "bit": 0}],
     "flip-header": [{"at": 2048 + 16 + 16 + 5, "kind": "flip", "bit": 2}],  # a DATA header's length field
     "noise": [{"at": 500_000, "kind": "noise", "n": 77}],
-    "stall": [{"at": 400_000, "kind": "stall", "n": 2.5}],
+    "stall": [{"at": 400_000, "kind": "stall", "n": 3.0}],
     "request-flip": [{"dir": "h2d", "at": 60, "kind": "flip", "bit": 1}],
     "request-drop": [{"dir": "h2d", "at": 40, "kind": "drop", "n": 1}],
     "disconnect": [{"at": 600_000, "kind": "disconnect", "n": 1.0}],

@@ -32,12 +32,13 @@ then common USB-UART bridges).
 
 Exit status: 0 every recording pulled and verified (and deleted if asked),
 1 some recording was not (each reason is printed), 64 usage error, 69 no
-logger found or answering."""
+logger found or answering, 130 interrupted (what was verified is kept for
+the next pull)."""
 
 
 def add_arguments(p):
-    p.add_argument("items", nargs="+", metavar="FILES… DIR",
-                   help="recordings to pull (names on the device), then the destination directory")
+    p.add_argument("files", nargs="*", metavar="FILE", help="recordings to pull (names on the device)")
+    p.add_argument("dir", metavar="DIR", help="the destination directory")
     p.add_argument("--all", action="store_true", help="pull every recording on the device")
     p.add_argument("--port", help="serial port (default: $LOGB_PORT, else found by USB VID/PID)")
     p.add_argument("--delete", action="store_true",
@@ -60,7 +61,7 @@ def run(args, out):
     from ..serial.ports import find_port
     from ..serial.pull import pull
 
-    *names, dest = args.items
+    names, dest = args.files, args.dir
     if args.all and names:
         raise CliError("give recording names or --all, not both", EXIT_USAGE)
     if not args.all and not names:

@@ -272,6 +272,9 @@ class Puller:
             crc = _crc_file(final, local)
             if local == target:
                 out.status, out.size, out.crc = "up to date", local, crc
+                for p in (part, state_path):  # what an interrupted extension left
+                    if os.path.exists(p):
+                        os.unlink(p)
                 return
             shutil.copyfile(final, part)  # the local copy stays untouched until the new one is verified
             with open(part, "r+b") as f:
