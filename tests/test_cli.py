@@ -162,3 +162,12 @@ def test_every_subcommand_has_teaching_help(command, capsys):
     assert exc.value.code == 0
     text = capsys.readouterr().out
     assert "usage: logb " + command in text and len(text.splitlines()) > 5
+
+
+def test_usage_errors_exit_64_not_2(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["info"])  # FILE missing
+    assert exc.value.code == 64
+    with pytest.raises(SystemExit) as exc:
+        main(["no-such-command"])
+    assert exc.value.code == 64

@@ -4,7 +4,7 @@ import argparse
 import sys
 
 from . import cat, dbc, decode, dump, export, import_, info, plot, pull, stats, tail, verify
-from .common import CliError
+from .common import EXIT_USAGE, CliError
 
 COMMANDS = {"info": info, "verify": verify, "dump": dump, "cat": cat, "export": export, "dbc": dbc, "decode": decode,
             "import": import_, "stats": stats, "plot": plot, "pull": pull, "tail": tail}
@@ -15,8 +15,16 @@ file, 3 unsupported Logb version, 64 usage error.
 Run `logb COMMAND --help` for each command's details."""
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors exit 64 (EX_USAGE): argparse's 2 means "not a Logb file" here."""
+
+    def error(self, message):
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
 def build_parser():
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="logb",
         description="Read, check, dump, concatenate and export Logb recordings.",
         epilog=EPILOG,
