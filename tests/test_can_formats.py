@@ -423,3 +423,13 @@ def test_anchored_recording_exports_wall_time(tmp_path):
     back = formats.read_trace(out)
     assert back.dated and back.buses["can0"].t.tolist() == trace.buses["can0"].t.tolist()
     assert back.buses["can0"].t[1999] - back.buses["can0"].t[0] == 1_999_000 + 250 * 1999 // 2000
+
+
+def test_a_multi_bus_import_attaches_the_dbc_once(tmp_path):
+    trace = synthetic_trace()
+    assert len(trace.buses) >= 2
+    lb = tmp_path / "s.logb"
+    formats.write_logb(trace, lb, dbc=str(TRACES.parent / "dbc" / "cantools-motohawk.dbc"))
+    with logb.LogbFile(str(lb)) as f:
+        dbcs = [a for a in f.attachments if a.media_type == "application/x-dbc"]
+    assert len(dbcs) == 1

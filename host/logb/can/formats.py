@@ -362,8 +362,9 @@ def write_logb(trace, out, dbc=None, device="logb", source=None, batch=4096, cod
                 compiled = compile_dbc(dbc_source, bus=name, device=device, axis_exp=trace.axis_exp)
                 if not problems:
                     problems = list(compiled.problems)
+            # one DBC attachment per file, not one per bus
             rec = CanRecorder(w, compiled, bus=name, fd=b.fd, device=device, codec=codec, batch=batch,
-                              axis_exp=trace.axis_exp)
+                              axis_exp=trace.axis_exp, attach=not recorders)
             recorders.append(rec)
             jobs += [(int(b.t[lo:lo + batch].min()), rec, b, lo) for lo in range(0, len(b), batch)]
         jobs.sort(key=lambda j: j[0])  # buses interleaved in time, DATA frame by DATA frame
