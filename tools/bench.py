@@ -91,9 +91,9 @@ class Stat:
         self.median = statistics.median(self.times)
         self.min, self.max = min(self.times), max(self.times)
 
-    def rate(self, amount):
-        """(median, low, high) of amount/second; low from the slowest run."""
-        return amount / self.median, amount / self.max, amount / self.min
+    def rate(self, amount, scale=1.0):
+        """(median, low, high) of amount/second/scale; low from the slowest run."""
+        return amount / self.median / scale, amount / self.max / scale, amount / self.min / scale
 
 
 def fmt_rate(r, unit, scale):

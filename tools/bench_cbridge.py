@@ -12,13 +12,11 @@ untimed warm-up; ratios are of medians, measured in the same run. The
 
 import argparse
 import datetime
-import gc
 import io
 import os
 import pathlib
 import platform
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -39,22 +37,7 @@ from logb.cli.main import main as logb_main  # noqa: E402
 MB, GB = 1e6, 1e9
 CB = ROOT / "cbridge"
 
-
-class Stat:
-    def __init__(self, fn, runs, warmup=True):
-        if warmup:
-            fn()
-        self.times = []
-        for _ in range(runs):
-            gc.collect()
-            t = time.perf_counter()
-            fn()
-            self.times.append(time.perf_counter() - t)
-        self.median = statistics.median(self.times)
-        self.min, self.max = min(self.times), max(self.times)
-
-    def rate(self, amount, scale=1.0):
-        return amount / self.median / scale, amount / self.max / scale, amount / self.min / scale
+from bench import Stat  # noqa: E402  (one timing helper for every benchmark)
 
 
 def fmt(r, unit, digits=2):
