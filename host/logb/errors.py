@@ -39,3 +39,25 @@ class InvalidSchemaError(LogbError):
 
 class InvalidDataError(LogbError):
     """A DATA frame whose records cannot be decoded against its schema."""
+
+
+class EncodeError(LogbError, ValueError):
+    """A writer was handed something it cannot encode (a ValueError too, so
+    `except ValueError` callers keep working)."""
+
+
+class UsageError(LogbError):
+    """A command was called wrongly (the CLI's exit 64)."""
+
+
+class IndexUnavailableError(LogbError):
+    """A sealed file's END -> INDEX path cannot be used (absent or inconsistent);
+    the caller falls back to a full scan."""
+
+
+class UnknownSignalError(LogbError, LookupError):
+    """A signal or message name that the DBC or the recording does not have."""
+
+
+class LinkError(LogbError):
+    """The serial link to a logger failed (lost, timed out, or the device said no)."""

@@ -36,6 +36,24 @@ T_BIT, ID_BIT, FLAGS_BIT, DLC_BIT, DATA_BIT = 0, 32, 64, 72, 80
 PAYLOAD_BIT = 32  # per-message streams: payload right after the timestamp
 CLASSIC_PAYLOAD, FD_PAYLOAD = 8, 64
 
+# DLC code -> payload bytes (ISO 11898-1; codes 9..15 only carry more than 8 in CAN FD).
+# The one copy: host CAN code imports it, firmware/logb/_wire.py is generated from it.
+DLC_LENGTHS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 12, 16, 20, 24, 32, 48, 64)
+
+
+def dlc_to_len(dlc, fd=True):
+    """Payload bytes a DLC code announces (classic CAN caps codes 9..15 at 8)."""
+    dlc = min(int(dlc), 15)
+    return DLC_LENGTHS[dlc] if fd else min(dlc, 8)
+
+
+def len_to_dlc(length):
+    """The smallest DLC code whose payload holds `length` bytes (15 past 64)."""
+    for code, n in enumerate(DLC_LENGTHS):
+        if length <= n:
+            return code
+    return 15
+
 ROUTING_KEY = "logb.can.routing"  # raw bus stream schema meta: how frames were routed
 MIRROR, EXCLUSIVE = "mirror", "exclusive"
 ROUTINGS = (MIRROR, EXCLUSIVE)
