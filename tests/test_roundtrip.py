@@ -14,6 +14,7 @@ import _frames
 import logb
 from _strategies import column_values, raw_equal, schemas
 from logb import AxisKind, AxisMode, ByteOrder, Codec, Conversion, DataType, Field, Schema
+from logb.errors import EncodeError
 
 I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
 SETTINGS = settings(max_examples=120, deadline=None,
@@ -74,7 +75,7 @@ def test_random_round_trip(streams):
     for sw, (schema, batches, _, _) in zip(sws, streams):
         for cols, base, run, n in batches:
             if expected_axis(schema, base, cols, n) is None:
-                with pytest.raises(ValueError):  # an i64 overflow: refused, nothing written
+                with pytest.raises(EncodeError):  # an i64 overflow: refused, nothing written
                     sw.write_batch(cols, axis_base=base, run_id=run)
             else:
                 sw.write_batch(cols, axis_base=base, run_id=run)
@@ -337,7 +338,7 @@ class TestTimeAxisRange:
         sw = w.add_stream(self.EXPLICIT, codec=Codec.none)
         sw.write_batch({"t": [1]}, axis_base=0)
         size = len(buf.getvalue())
-        with pytest.raises(ValueError):
+        with pytest.raises(EncodeError):
             sw.write_batch({"t": [2**62, 2**63]}, axis_base=0)
         assert len(buf.getvalue()) == size
         sw.write_batch({"t": [3]}, axis_base=0)
@@ -378,5 +379,5 @@ class TestTimeAxisRange:
         f = logb.LogbFile(self._set_base(data, 1, 2**62 - 2**60))
         assert f.stream("i").columns().axis.tolist() == [2**62, 0, -(2**62), I64_MIN]
         assert f.stream("i").rejected == 4
-        with pytest.raises(ValueError):
+        with pytest.raises(EncodeError):
             logb.Writer(io.BytesIO()).add_stream(s).write_batch({"v": [0] * 5}, axis_base=2**62)

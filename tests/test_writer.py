@@ -6,9 +6,11 @@ import os
 import threading
 
 import numpy as np
+import pytest
 
 import logb
-from logb import AxisKind, AxisMode, Codec, DataType, Field, Schema
+from logb import AxisKind, AxisMode, Codec, DataType, Field, LogbError, Schema
+from logb.errors import EncodeError
 from logb.tables import FrameType
 
 SCHEMA = Schema(uuid=b"\x07" * 16, name="v", record_bits=16, axis_kind=AxisKind.time,
@@ -145,3 +147,45 @@ def test_compression_level_is_the_writers_choice():
         sizes.append(len(bio.getvalue()))
         assert logb.LogbFile(bio.getvalue()).stream("v").records == 20000
     assert sizes[1] < sizes[0]
+
+
+BYTES4 = Schema(uuid=b"\x09" * 16, name="b", record_bits=32, axis_kind=AxisKind.time,
+                axis_mode=AxisMode.implicit, axis_exp=-3, axis_step=1,
+                fields=(Field("blob", 0, 32, DataType.bytes),))
+REFUSALS = {
+    "a column of the wrong length": lambda w: w.add_stream(SCHEMA).write_batch({"x": [1, 2]}, count=3),
+    "values a field cannot hold": lambda w: w.add_stream(BYTES4).write_batch({"blob": [b"abc"]}),
+    "records that are not whole": lambda w: w.add_stream(SCHEMA).write_records(b"\x00" * 3),
+    "an axis_base beyond i64": lambda w: w.add_stream(SCHEMA).write_batch({"x": [1]}, axis_base=2**63),
+    "a time axis that overflows i64": lambda w: w.add_stream(SCHEMA).write_batch({"x": [1, 2]}, axis_base=2**63 - 5),
+    "a run_id beyond u32": lambda w: w.add_stream(SCHEMA).write_batch({"x": [1]}, run_id=2**32),
+    "a RUN beyond u32": lambda w: w.add_run(-1),
+    "an unknown codec": lambda w: w.add_stream(SCHEMA, codec=99),
+    "not a Schema": lambda w: w.add_stream("v"),
+    "a stream declared twice": lambda w: (w.add_stream(SCHEMA), w.add_stream(SCHEMA)),
+    "a schema that cannot encode": lambda w: w.add_stream(Schema(
+        uuid=b"\x0a" * 16, name="t", record_bits=8, axis_kind=AxisKind.time, axis_mode=AxisMode.implicit,
+        axis_exp=-300, fields=(Field("x", 0, 8, DataType.uint),))),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REFUSALS))
+def test_writer_refuses_input_with_encode_error(case):
+    """Every input the writer refuses is an EncodeError: a LogbError, and a
+    ValueError for callers that catch that; the file stays readable."""
+    bio = io.BytesIO()
+    w = logb.Writer(bio)
+    with pytest.raises(EncodeError) as caught:
+        REFUSALS[case](w)
+    assert isinstance(caught.value, LogbError) and isinstance(caught.value, ValueError)
+    w.close()
+    f = logb.LogbFile(bio.getvalue())
+    assert f.report.clean and not f.report.notes, f.report
+
+
+def test_closed_writer_refuses_data():
+    w = logb.Writer(io.BytesIO())
+    sw = w.add_stream(SCHEMA)
+    w.close()
+    with pytest.raises(EncodeError):
+        sw.write_batch({"x": [1]})

@@ -264,6 +264,8 @@ class Schema:
 
     def validate(self):
         """Raise InvalidSchemaError for anything §5–§7 forbids."""
+        if not isinstance(self.uuid, bytes) or len(self.uuid) != 16:
+            raise InvalidSchemaError(f"stream_uuid must be 16 bytes, not {self.uuid!r}")
         if self.axis_kind not in AxisKind._value2member_map_:
             raise InvalidSchemaError(f"unknown axis_kind {self.axis_kind}")
         if self.axis_mode not in AxisMode._value2member_map_:

@@ -67,10 +67,6 @@ class ByteOrder(IntEnum):
     big = 1
 
 
-# Frame types whose stream_id names a stream; every other type is file-scope.
-STREAM_SCOPED = frozenset({FrameType.SCHEMA, FrameType.DATA})
-# META is either: stream-scope when stream_id != 0.
-
 FIELD_FLAG_VARIABLE = 0x01
 
 # Reserved META keys (prefix "logb." is the format's; everything else is the user's).

@@ -11,11 +11,11 @@ import numpy as np
 
 from . import codecs, fields
 from .batch import _check_range as check_range, axis_column
-from .errors import InvalidDataError
-from .framing import FRAME_OVERHEAD, encode_file_header, encode_frame
-from .records import Attach, Data, DataHeader, End, Index, IndexEntry, Meta, Run, Sync, pack_axis
+from .errors import EncodeError, InvalidDataError
+from .framing import encode_file_header
+from .records import Attach, Data, DataHeader, End, Index, IndexEntry, Meta, Run, SchemaFrame, Sync, pack_axis
 from .schema import Schema
-from .tables import AxisMode, Codec, Filter, FrameType
+from .tables import AxisMode, Codec, Filter
 
 _U32 = struct.Struct("<I")
 
@@ -29,8 +29,11 @@ def encode_records(schema, columns, count):
         if not f.variable:
             values = columns[f.name]
             if len(values) != count:
-                raise ValueError(f"column {f.name!r} has {len(values)} values, expected {count}")
-            fields.pack(fixed, f, values)
+                raise EncodeError(f"column {f.name!r} has {len(values)} values, expected {count}")
+            try:
+                fields.pack(fixed, f, values)
+            except ValueError as exc:  # values the field cannot hold
+                raise EncodeError(str(exc)) from None
     var = schema.variable_fields
     if var:
         cols = [columns[f.name] for f in var]
@@ -49,7 +52,10 @@ class StreamWriter:
         self.writer = writer
         self.stream_id = stream_id
         self.schema = schema
-        self.codec = Codec(codec)
+        try:
+            self.codec = Codec(codec)
+        except ValueError:
+            raise EncodeError(f"unknown codec {codec!r}") from None
         self.filter = Filter.transpose if transpose else Filter.none
         self.index = []  # (absolute position, first_axis_raw, record_count, run_id)
 
@@ -71,37 +77,36 @@ class StreamWriter:
         fixed = np.ascontiguousarray(records, np.uint8).tobytes() if not isinstance(records, bytes) else records
         if s.record_size:
             if len(fixed) % s.record_size:
-                raise ValueError(f"{len(fixed)} bytes is not a whole number of {s.record_size}-byte records")
+                raise EncodeError(f"{len(fixed)} bytes is not a whole number of {s.record_size}-byte records")
             count = len(fixed) // s.record_size
         else:
-            raise ValueError("a stream with zero-size records takes write_batch(..., count=N)")
+            raise EncodeError("a stream with zero-size records takes write_batch(..., count=N)")
         if s.variable_fields and not tails:
-            raise ValueError("this schema has variable-length fields: pass their tail region")
+            raise EncodeError("this schema has variable-length fields: pass their tail region")
         self._write(fixed, tails, count, axis_base, run_id)
 
     def _write(self, fixed, tail, count, axis_base, run_id):
         s = self.schema
-        base_raw = pack_axis(axis_base, s.is_time)
-        header = DataHeader(base_raw, count, run_id, self.codec, self.filter, len(fixed) + len(tail))
-        # INDEX first_axis: the first record's axis value (axis_base when implicit or empty).
-        # Computed, like the time axis range check, before anything is written:
-        # a frame whose time axis overflows i64 is invalid (SPEC §5.2), so it is
-        # refused here rather than emitted for every reader to reject.
-        first = base_raw
+        # The whole frame is checked and encoded before anything is written, so
+        # a refused batch leaves the file as it was. A time axis that overflows
+        # i64 makes a frame invalid (SPEC §5.2): refused here rather than
+        # emitted for every reader to reject.
         try:
+            base_raw = pack_axis(axis_base, s.is_time)
+            header = DataHeader(base_raw, count, run_id, self.codec, self.filter, len(fixed) + len(tail))
+            first = base_raw  # INDEX first_axis: the first record's axis (axis_base when implicit or empty)
             if count and s.axis_mode == AxisMode.explicit:
                 rows = np.frombuffer(fixed, np.uint8, count * s.record_size).reshape(count, s.record_size)
                 first = pack_axis(axis_column(s, header, rows)[0].item(), s.is_time)
             elif count and s.is_time:
                 check_range(int(axis_base) + (count - 1) * int(s.axis_step))
-        except InvalidDataError as exc:
-            raise ValueError(f"stream {s.name!r}: {exc}") from None
+        except (InvalidDataError, struct.error) as exc:
+            raise EncodeError(f"stream {s.name!r}: {exc}") from None
         if self.filter == Filter.transpose:
             fixed = codecs.transpose(fixed, count, s.record_size)
-        region = fixed + tail
-        payload = Data(header, codecs.compress(region, self.codec, self.level)).encode()
+        frame = _frame_of(Data(header, codecs.compress(fixed + tail, self.codec, self.level)), self.stream_id)
         self.writer._before_data()
-        pos = self.writer._emit(FrameType.DATA, payload, self.stream_id)
+        pos = self.writer._emit(frame)
         self.index.append((pos, first, count, run_id))
 
 
@@ -143,9 +148,10 @@ class Writer:
         self._sink.write(data)
         self._pos += len(data)
 
-    def _emit(self, frame_type, payload, stream_id=0):
+    def _emit(self, frame):
+        """Write one encoded frame; returns where it starts."""
         pos = self._pos
-        self._write(encode_frame(frame_type, payload, stream_id))
+        self._write(frame)
         return pos
 
     def _session_meta(self):
@@ -161,16 +167,16 @@ class Writer:
         if self._session_start is None:
             self._session_start = self._pos
         self._segment_opened_at = self._mono()
-        self._emit(FrameType.SYNC, Sync(self._seq, self._wall() if self.time_base == "unix" else 0).encode())
+        self._emit(Sync(self._seq, self._wall() if self.time_base == "unix" else 0).frame())
         for sw in self._streams:
-            self._emit(FrameType.SCHEMA, sw.schema.encode(), sw.stream_id)
+            self._emit(SchemaFrame(sw.schema).frame(sw.stream_id))
         for run in self._runs:
-            self._emit(FrameType.RUN, run.encode())
-        self._emit(FrameType.META, self._session_meta().encode())
+            self._emit(run.frame())
+        self._emit(self._session_meta().frame())
 
     def _before_data(self):
         if self._closed:
-            raise ValueError("writer is closed")
+            raise EncodeError("writer is closed")
         if (self._segment_start is None
                 or self._pos - self._segment_start >= self.segment_bytes
                 or self._mono() - self._segment_opened_at >= self.segment_seconds):
@@ -181,28 +187,30 @@ class Writer:
         """Declare a stream; its SCHEMA goes into this and every later segment.
         `level` is the codec's compression level (zstd 1..22, deflate 0..9)."""
         if not isinstance(schema, Schema):
-            raise TypeError("add_stream takes a Schema")
+            raise EncodeError("add_stream takes a Schema")
         schema.validate()
         if any(sw.schema.uuid == schema.uuid for sw in self._streams):
-            raise ValueError(f"stream uuid {schema.uuid.hex()} declared twice")
+            raise EncodeError(f"stream uuid {schema.uuid.hex()} declared twice")
         sw = StreamWriter(self, len(self._streams) + 1, schema, codec, transpose, level)
+        frame = _frame_of(SchemaFrame(schema), sw.stream_id)  # every segment restates it: it must encode
         self._streams.append(sw)
         if self._segment_start is not None:
-            self._emit(FrameType.SCHEMA, schema.encode(), sw.stream_id)
+            self._emit(frame)
         return sw
 
     def add_run(self, run_id, index=0, params=()):
         run = Run(run_id, index, tuple((str(k), str(v)) for k, v in dict(params).items()))
+        frame = _frame_of(run)  # every segment restates it: it must encode
         self._runs.append(run)
         if self._segment_start is not None:
-            self._emit(FrameType.RUN, run.encode())
+            self._emit(frame)
         return run
 
     def meta(self, pairs, stream=None):
         """A META frame: file-scope, or stream-scope when `stream` is a StreamWriter."""
         self._before_data()
         items = tuple((str(k), str(v)) for k, v in dict(pairs).items())
-        self._emit(FrameType.META, Meta(items).encode(), stream.stream_id if stream else 0)
+        self._emit(Meta(items).frame(stream.stream_id if stream else 0))
 
     def anchor(self, axis_ns, wall_ns, source="manual", uncertainty_ns=None):
         """Bind the axis clock to wall time (G7): written after the records it dates."""
@@ -214,8 +222,8 @@ class Writer:
 
     def attach(self, name, media_type, data, codec=Codec.zstd):
         self._before_data()
-        frame = Attach(name, media_type, int(codec), len(data), codecs.compress(data, codec))
-        self._emit(FrameType.ATTACH, frame.encode())
+        attachment = Attach(name, media_type, int(codec), len(data), codecs.compress(data, codec))
+        self._emit(attachment.frame())
 
     def close(self, index=True):
         """Write INDEX (optional) and END; close the sink if this writer opened it."""
@@ -230,10 +238,10 @@ class Writer:
             for sw in self._streams:
                 entries = tuple(IndexEntry(index_pos - pos, base, n, run) for pos, base, n, run in sw.index)
                 streams.append((sw.schema.uuid, entries))
-            self._emit(FrameType.INDEX, Index(tuple(streams)).encode())
+            self._emit(Index(tuple(streams)).frame())
         end_pos = self._pos
         end = End(end_pos - index_pos if index_pos is not None else 0, end_pos - self._session_start)
-        self._emit(FrameType.END, end.encode())
+        self._emit(end.frame())
         self._closed = True
         flush = getattr(self._sink, "flush", None)
         if flush:
@@ -246,6 +254,15 @@ class Writer:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _frame_of(frame, stream_id=None):
+    """frame.frame(stream_id), refusing a value its fields cannot hold (struct's
+    range errors) as the caller's EncodeError."""
+    try:
+        return frame.frame(stream_id)
+    except struct.error as exc:
+        raise EncodeError(f"{type(frame).__name__} frame: {exc}") from None
 
 
 def stream_uuid(device, name):
