@@ -1,13 +1,17 @@
 """The `logb` command line: the JSON contracts, exit codes, cat, export, help."""
 
 import json
+import re
 import struct
+import sys
+from importlib import metadata
 
-import numpy as np
 import pytest
 
 import handmade as hm
-from logb.cli.main import COMMANDS, main
+from logb.cli.main import COMMANDS, EXTRA_OF, failure, main
+from logb.errors import (CorruptFrameError, LinkError, NotLogbError, UnreadableInputError, UnsupportedVersionError,
+                         UsageError)
 
 U1, U2 = b"\x11" * 16, b"\x22" * 16
 
@@ -110,7 +114,10 @@ def test_verify_exit_codes(tmp_path, capsys):
     assert run(capsys, "verify", str(good))[0] == 0
     junk = tmp_path / "junk.bin"
     junk.write_bytes(b"PK\x03\x04" + b"\0" * 100)
-    assert run(capsys, "verify", str(junk))[0] == 2
+    assert main(["verify", str(junk)]) == 2
+    assert capsys.readouterr().err.startswith(f"logb verify: {junk}: bad magic")  # the message names the file
+    assert main(["verify", str(tmp_path / "missing.logb")]) == 64
+    assert capsys.readouterr().err == f"logb verify: {tmp_path / 'missing.logb'}: No such file or directory\n"
     future = tmp_path / "future.logb"
     future.write_bytes(hm.header(major=1) + b"\0" * 40)
     assert run(capsys, "verify", str(future))[0] == 3
@@ -137,6 +144,9 @@ def test_cat_union_with_reused_stream_id(tmp_path, capsys):
     assert [(s["name"], s["records"]) for s in info["streams"]] == [("a", 2), ("b", 1)]
     assert len(info["sessions"]) == 2
     assert run(capsys, "cat", str(tmp_path / "a.logb"), "/dev/null", "-o", str(out_path))[0] == 2
+    (tmp_path / "future.logb").write_bytes(hm.header(major=1))
+    assert run(capsys, "cat", str(tmp_path / "a.logb"), str(tmp_path / "future.logb"), "-o", str(out_path))[0] == 3
+    assert run(capsys, "cat", str(tmp_path / "a.logb"), str(tmp_path / "nope.logb"), "-o", str(out_path))[0] == 64
 
 
 def test_export_csv_and_parquet_units(tmp_path, capsys):
@@ -171,3 +181,61 @@ def test_usage_errors_exit_64_not_2(capsys):
     with pytest.raises(SystemExit) as exc:
         main(["no-such-command"])
     assert exc.value.code == 64
+
+
+@pytest.mark.parametrize("exc, status", [
+    (UsageError("give a FILE"), 64),
+    (UsageError("no logger answered", 69), 69),  # a command that ends with another documented status
+    (NotLogbError("bad magic"), 2),
+    (UnsupportedVersionError("major version 1"), 3),
+    (LinkError("no Logb link answered"), 69),
+    (CorruptFrameError("crc mismatch"), 1),
+    (UnreadableInputError("x.dbc: cannot parse"), 1),
+    (FileNotFoundError(2, "No such file or directory", "x.logb"), 64),
+])
+def test_every_error_maps_to_its_documented_exit_status(exc, status):
+    assert failure(exc)[0] == status
+
+
+def test_errors_that_are_bugs_keep_their_traceback():
+    assert failure(KeyError("x")) is None
+    assert failure(ModuleNotFoundError("No module named 'requests'", name="requests")) is None
+    assert failure(OSError(28, "No space left on device")) is None  # not about a path the command was given
+
+
+def test_a_missing_optional_dependency_names_its_extra(tmp_path, monkeypatch, capsys):
+    dbc = tmp_path / "v.dbc"
+    dbc.write_text('VERSION ""\n')
+    monkeypatch.setitem(sys.modules, "cantools", None)  # `import cantools` now fails
+    assert main(["dbc", "compile", str(dbc)]) == 64
+    assert capsys.readouterr().err.endswith("; install it with: pip install 'logb[can]'\n")
+
+
+def test_every_install_hint_names_the_extra_that_installs_the_module():
+    def norm(name):
+        return re.sub(r"[-_.]+", "-", name).lower()
+
+    provides = metadata.packages_distributions()
+    requires = metadata.requires("logb")
+    for module, extra in EXTRA_OF.items():
+        dists = {norm(d) for d in provides[module]}
+        in_extra = {norm(re.match(r"[\w.-]+", r).group()) for r in requires if f'extra == "{extra}"' in r}
+        assert dists & in_extra, (module, extra)
+
+
+def test_version_prints_the_package_version(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0
+    assert capsys.readouterr().out == f"logb {metadata.version('logb')}\n"
+
+
+def test_version_when_the_package_is_not_installed(monkeypatch, capsys):
+    def not_installed(name):
+        raise metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(metadata, "version", not_installed)
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0
+    assert capsys.readouterr().out == "logb unknown (not installed)\n"

@@ -292,7 +292,8 @@ def main(argv=None):
     ap.add_argument("--copies", type=int, default=4, help="copies of the zstd file for the RSS test")
     ap.add_argument("--cache", type=pathlib.Path, default=ROOT / "out" / "bench")
     ap.add_argument("--output", type=pathlib.Path, default=ROOT / "BENCHMARKS.md")
-    ap.add_argument("--only", metavar="NAMES", help=f"comma-separated blocks to regenerate ({','.join(benchmd.BLOCKS)})")
+    ap.add_argument("--only", metavar="NAMES",
+                    help=f"comma-separated blocks to regenerate ({','.join(benchmd.BLOCKS)})")
     ap.add_argument("--skip", metavar="NAMES", help="comma-separated blocks to leave as they are")
     ap.add_argument("--verify-bytes", type=float, default=None,
                     help="cbridge: size of its verify files (its default: 1 GB)")
@@ -381,6 +382,18 @@ def firmware(args):
     return r.returncode
 
 
+def crc_stats(runs):
+    """CRC-32C against zlib's CRC-32 on 64 MiB, the pure-Python CRC on 1 MiB; a function
+    so the 64 MiB are freed before the peak-RSS runs."""
+    big = np.random.default_rng(1).integers(0, 256, 64 << 20, np.uint8).tobytes()
+    small = big[: 1 << 20]
+    return {
+        "crc": Stat(lambda: crc32c(big), runs),
+        "zlib": Stat(lambda: zlib.crc32(big), runs),
+        "pure": Stat(lambda: crc32c_pure(small), runs),
+    }
+
+
 def core(args, d, n, runs, started):
     """The core block: the pure-Python backend against asammdf, numpy and the CRC peers."""
     meta = json.loads((d / "meta.json").read_text())
@@ -430,15 +443,8 @@ def core(args, d, n, runs, started):
 
         log(f"verify {key} ...")
         ver[key] = Stat(verify, runs)
-    big = np.random.default_rng(1).integers(0, 256, 64 << 20, np.uint8).tobytes()
-    small = big[: 1 << 20]
     log("crc ...")
-    crc = {
-        "crc": Stat(lambda: crc32c(big), runs),
-        "zlib": Stat(lambda: zlib.crc32(big), runs),
-        "pure": Stat(lambda: crc32c_pure(small), runs),
-    }
-    del big
+    crc = crc_stats(runs)
 
     # 5. peak RSS on a file several times the trace
     zpath = variants["zstd"][2]

@@ -47,7 +47,17 @@ class EncodeError(LogbError, ValueError):
 
 
 class UsageError(LogbError):
-    """A command was called wrongly (the CLI's exit 64)."""
+    """A command was called wrongly: the CLI exits 64, or `exit_status` when a
+    command ends with another of its documented statuses this way."""
+
+    def __init__(self, message, exit_status=None):
+        super().__init__(message)
+        self.exit_status = exit_status
+
+
+class UnreadableInputError(LogbError):
+    """An input that is not a Logb file (a DBC, a CAN trace, a device config)
+    does not parse."""
 
 
 class IndexUnavailableError(LogbError):

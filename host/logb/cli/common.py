@@ -1,43 +1,47 @@
-"""What every subcommand shares: opening a file with the documented exit codes,
-JSON value conversion, and a progress bar on stderr."""
+"""What every subcommand shares: the documented exit statuses, opening a file,
+JSON value conversion, and a progress bar on stderr.
+
+A command returns EXIT_OK or EXIT_DAMAGED for what it found, and raises for
+what stops it; main.py turns the error into its exit status (README "Exit
+status")."""
 
 import json
 import math
 import os
 import sys
 import time
+from contextlib import contextmanager
 
 import numpy as np
 
-from ..errors import LogbError, NotLogbError, UnsupportedVersionError
+from ..errors import LogbError, UsageError
 from ..reader import LogbFile
 from ..tables import AxisKind, AxisMode, ByteOrder, ConversionType, DataType
 
 EXIT_OK, EXIT_DAMAGED, EXIT_NOT_LOGB, EXIT_UNSUPPORTED, EXIT_USAGE = 0, 1, 2, 3, 64
+EXIT_NO_DEVICE = 69  # EX_UNAVAILABLE: no logger answers (pull, tail)
+
+CliError = UsageError  # TRANSITION: until the other subcommands say UsageError
 
 
-class CliError(Exception):
-    def __init__(self, message, code):
-        super().__init__(message)
-        self.code = code
+@contextmanager
+def about(path):
+    """A Logb error raised inside goes on, its message now naming `path`."""
+    try:
+        yield
+    except LogbError as exc:
+        exc.args = (f"{path}: {exc}",)
+        raise
 
 
 def open_logb(path, **kwargs):
-    try:
+    with about(path):
         if path != "-" and sys.stderr.isatty():
             bar = Progress(os.path.getsize(path), "scan")
             f = LogbFile(path, progress=lambda off: bar.advance(off - bar.done), **kwargs)
             bar.close()
             return f
         return LogbFile(sys.stdin.buffer if path == "-" else path, **kwargs)
-    except NotLogbError as exc:
-        raise CliError(f"{path}: {exc}", EXIT_NOT_LOGB) from None
-    except UnsupportedVersionError as exc:
-        raise CliError(f"{path}: {exc}", EXIT_UNSUPPORTED) from None
-    except FileNotFoundError as exc:
-        raise CliError(f"{path}: {exc.strerror}", EXIT_USAGE) from None
-    except LogbError as exc:
-        raise CliError(f"{path}: {exc}", EXIT_DAMAGED) from None
 
 
 def value(v):

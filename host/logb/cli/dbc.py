@@ -3,7 +3,8 @@
 import json
 import sys
 
-from .common import EXIT_DAMAGED, EXIT_OK, EXIT_USAGE, CliError, schema_json
+from ..errors import LogbError, UnreadableInputError
+from .common import EXIT_DAMAGED, EXIT_OK, schema_json
 
 HELP = "compile a DBC into Logb stream schemas and a device config (LBCF)"
 DESCRIPTION = """\
@@ -58,17 +59,15 @@ def _entry_json(i, entry, schema, extra=None):
 def run(args, out):
     if args.action == "show":
         return _show(args, out)
-    try:
-        from ..can.config import config_entries, write_config
-        from ..can.dbc import compile_dbc
-    except ImportError as exc:  # cantools missing
-        raise CliError(f"{exc}; install it with: pip install 'logb[can]'", EXIT_USAGE) from None
+    from ..can.config import config_entries, write_config
+    from ..can.dbc import compile_dbc
+
     try:
         compiled = compile_dbc(args.dbc, bus=args.bus, device=args.device, fd=True if args.fd else None)
-    except FileNotFoundError as exc:
-        raise CliError(f"{args.dbc}: {exc.strerror}", EXIT_USAGE) from None
-    except Exception as exc:  # cantools' parse errors
-        raise CliError(f"{args.dbc}: cannot parse: {exc}", EXIT_DAMAGED) from None
+    except (OSError, ImportError):
+        raise  # an unusable path, or cantools missing: main.py says which
+    except Exception as exc:  # cantools' parse errors have no common base class
+        raise UnreadableInputError(f"{args.dbc}: cannot parse: {exc}") from None
     for name, reason in compiled.problems:
         print(f"logb dbc: not compiled: {name}: {reason}", file=sys.stderr)
     for name, note in compiled.notes:
@@ -105,15 +104,12 @@ def _table(out, entries, schemas):
 
 def _show(args, out):
     from ..can.config import read_config
-    from ..errors import LogbError
 
     try:
         entries = read_config(args.config)
         schemas = [e.schema for e in entries]
-    except FileNotFoundError as exc:
-        raise CliError(f"{args.config}: {exc.strerror}", EXIT_USAGE) from None
-    except (ValueError, LogbError) as exc:
-        raise CliError(f"{args.config}: {exc}", EXIT_DAMAGED) from None
+    except (ValueError, LogbError) as exc:  # can.config rejects a malformed config with ValueError
+        raise UnreadableInputError(f"{args.config}: {exc}") from None
     if args.json:
         items = [_entry_json(i, e, s, {"select": s.meta_dict().get("logb.can.select")})
                  for i, (e, s) in enumerate(zip(entries, schemas))]

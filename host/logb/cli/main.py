@@ -1,18 +1,35 @@
-"""Entry point of the `logb` command."""
+"""Entry point of the `logb` command, and the one place where an error that
+stops a command becomes its documented exit status and message."""
 
 import argparse
 import sys
+from importlib import metadata
 
+from ..errors import LinkError, LogbError, NotLogbError, UnsupportedVersionError, UsageError
 from . import cat, dbc, decode, dump, export, import_, info, plot, pull, stats, tail, verify
-from .common import EXIT_USAGE, CliError
+from .common import EXIT_DAMAGED, EXIT_NO_DEVICE, EXIT_NOT_LOGB, EXIT_OK, EXIT_UNSUPPORTED, EXIT_USAGE
 
 COMMANDS = {"info": info, "verify": verify, "dump": dump, "cat": cat, "export": export, "dbc": dbc, "decode": decode,
             "import": import_, "stats": stats, "plot": plot, "pull": pull, "tail": tail}
 
 EPILOG = """\
 exit status: 0 success/intact, 1 damaged or truncated input, 2 not a Logb
-file, 3 unsupported Logb version, 64 usage error.
+file, 3 unsupported Logb version, 64 usage error, 69 no logger answers
+(pull, tail).
 Run `logb COMMAND --help` for each command's details."""
+
+# The exit status of each error that stops a command; the first match wins,
+# so a subclass comes before its base.
+EXIT_STATUS = (
+    (NotLogbError, EXIT_NOT_LOGB),
+    (UnsupportedVersionError, EXIT_UNSUPPORTED),
+    (LinkError, EXIT_NO_DEVICE),
+    (UsageError, EXIT_USAGE),
+    (LogbError, EXIT_DAMAGED),  # damaged or rejected input
+)
+
+# The optional dependencies, by import name, and the extra (host/pyproject.toml) that installs each.
+EXTRA_OF = {"cantools": "can", "can": "can", "asammdf": "can", "matplotlib": "can", "pyarrow": "parquet"}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -23,6 +40,13 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 
 
+def package_version():
+    try:
+        return metadata.version("logb")
+    except metadata.PackageNotFoundError:  # run from a source tree pip did not install
+        return "unknown (not installed)"
+
+
 def build_parser():
     p = _Parser(
         prog="logb",
@@ -30,6 +54,7 @@ def build_parser():
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    p.add_argument("--version", action="version", version=f"logb {package_version()}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, mod in COMMANDS.items():
         sp = sub.add_parser(name, help=mod.HELP, description=mod.DESCRIPTION,
@@ -39,16 +64,35 @@ def build_parser():
     return p
 
 
+def failure(exc):
+    """(exit status, message) for an error that stops a command, or None for
+    one that is a bug (it keeps its traceback)."""
+    if isinstance(exc, UsageError) and exc.exit_status is not None:
+        return exc.exit_status, str(exc)
+    for kind, status in EXIT_STATUS:
+        if isinstance(exc, kind):
+            return status, str(exc)
+    missing = (getattr(exc, "name", None) or "").partition(".")[0]
+    if isinstance(exc, ModuleNotFoundError) and missing in EXTRA_OF:
+        return EXIT_USAGE, f"{exc}; install it with: pip install 'logb[{EXTRA_OF[missing]}]'"
+    if isinstance(exc, OSError) and exc.filename is not None:  # a path the command was given
+        return EXIT_USAGE, f"{exc.filename}: {exc.strerror}"
+    return None
+
+
 def main(argv=None, out=None):
     args = build_parser().parse_args(argv)
-    out = out or sys.stdout
     try:
-        return args.module.run(args, out)
-    except CliError as exc:
-        print(f"logb {args.command}: {exc}", file=sys.stderr)
-        return exc.code
-    except BrokenPipeError:
-        return 0
+        return args.module.run(args, out or sys.stdout)
+    except BrokenPipeError:  # whoever read stdout stopped (`logb dump … | head`)
+        return EXIT_OK
+    except Exception as exc:
+        failed = failure(exc)
+        if failed is None:
+            raise
+        status, message = failed
+        print(f"logb {args.command}: {message}", file=sys.stderr)
+        return status
 
 
 if __name__ == "__main__":
