@@ -14,14 +14,12 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from ..errors import LogbError, UsageError
+from ..errors import LogbError
 from ..reader import LogbFile
 from ..tables import AxisKind, AxisMode, ByteOrder, ConversionType, DataType
 
 EXIT_OK, EXIT_DAMAGED, EXIT_NOT_LOGB, EXIT_UNSUPPORTED, EXIT_USAGE = 0, 1, 2, 3, 64
 EXIT_NO_DEVICE = 69  # EX_UNAVAILABLE: no logger answers (pull, tail)
-
-CliError = UsageError  # TRANSITION: until the other subcommands say UsageError
 
 
 @contextmanager

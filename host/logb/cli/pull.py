@@ -2,7 +2,8 @@
 
 import sys
 
-from .common import EXIT_OK, EXIT_USAGE, CliError, Progress, dumps
+from ..errors import UsageError
+from .common import EXIT_OK, EXIT_USAGE, Progress, dumps
 
 EXIT_FAILED = 1
 EXIT_NO_DEVICE = 69  # EX_UNAVAILABLE
@@ -63,13 +64,13 @@ def run(args, out):
 
     names, dest = args.files, args.dir
     if args.all and names:
-        raise CliError("give recording names or --all, not both", EXIT_USAGE)
+        raise UsageError("give recording names or --all, not both", EXIT_USAGE)
     if not args.all and not names:
-        raise CliError("name the recordings to pull, or --all (then the destination directory)", EXIT_USAGE)
+        raise UsageError("name the recordings to pull, or --all (then the destination directory)", EXIT_USAGE)
     try:
         port = find_port(args.port)
     except LinkError as exc:
-        raise CliError(str(exc), EXIT_NO_DEVICE) from None
+        raise UsageError(str(exc), EXIT_NO_DEVICE) from None
 
     def say(msg):
         print(f"logb pull: {msg}", file=sys.stderr, flush=True)
@@ -82,9 +83,9 @@ def run(args, out):
         try:
             hello = cl.connect()
         except LinkLost as exc:
-            raise CliError(str(exc), EXIT_NO_DEVICE) from None
+            raise UsageError(str(exc), EXIT_NO_DEVICE) from None
         except LinkError as exc:
-            raise CliError(str(exc), EXIT_NO_DEVICE) from None
+            raise UsageError(str(exc), EXIT_NO_DEVICE) from None
         if not args.json:
             rec = f", recording {hello.recording}" if hello.recording else ""
             print(f"{port}: {hello.device or 'logger'} ({hello.firmware}){rec}", file=out)
@@ -92,12 +93,12 @@ def run(args, out):
             results = pull(cl, None if args.all else names, dest, delete=args.delete, say=say,
                            progress=progress, reconnect_s=args.reconnect)
         except LinkError as exc:
-            raise CliError(str(exc), EXIT_FAILED) from None
+            raise UsageError(str(exc), EXIT_FAILED) from None
         except KeyboardInterrupt:
-            raise CliError("interrupted: what was verified is kept in DIR/.NAME.part; pull again to resume",
+            raise UsageError("interrupted: what was verified is kept in DIR/.NAME.part; pull again to resume",
                            EXIT_INTERRUPTED) from None
         except OSError as exc:
-            raise CliError(f"{dest}: {exc}", EXIT_FAILED) from None
+            raise UsageError(f"{dest}: {exc}", EXIT_FAILED) from None
     finally:
         cl.bye()
     failed = 0

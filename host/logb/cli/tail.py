@@ -6,7 +6,8 @@ import time
 
 import numpy as np
 
-from .common import EXIT_OK, EXIT_USAGE, CliError, dumps, value
+from ..errors import UsageError
+from .common import EXIT_OK, EXIT_USAGE, dumps, value
 
 EXIT_FAILED = 1
 EXIT_NO_DEVICE = 69
@@ -170,13 +171,13 @@ def run(args, out):
 
             compiled = compile_dbc(args.dbc)
         except FileNotFoundError:
-            raise CliError(f"{args.dbc}: no such file", EXIT_USAGE) from None
+            raise UsageError(f"{args.dbc}: no such file", EXIT_USAGE) from None
         except ImportError as exc:
-            raise CliError(f"{exc}; install it with: pip install 'logb[can]'", EXIT_USAGE) from None
+            raise UsageError(f"{exc}; install it with: pip install 'logb[can]'", EXIT_USAGE) from None
     try:
         port = find_port(args.port)
     except LinkError as exc:
-        raise CliError(str(exc), EXIT_NO_DEVICE) from None
+        raise UsageError(str(exc), EXIT_NO_DEVICE) from None
     printer = Printer(out, compiled, args.messages, args.json, args.count)
     t_end = time.monotonic() + args.duration if args.duration else None
 
@@ -191,14 +192,14 @@ def run(args, out):
         try:
             cl.connect()
         except LinkError as exc:
-            raise CliError(str(exc), EXIT_NO_DEVICE) from None
+            raise UsageError(str(exc), EXIT_NO_DEVICE) from None
         follow(cl, printer.event, say, from_start=args.from_start, reconnect_s=args.reconnect, stop=stop)
     except KeyboardInterrupt:
         pass
     except LinkLost as exc:
-        raise CliError(str(exc), EXIT_FAILED) from None
+        raise UsageError(str(exc), EXIT_FAILED) from None
     except LinkError as exc:
-        raise CliError(str(exc), EXIT_FAILED) from None
+        raise UsageError(str(exc), EXIT_FAILED) from None
     finally:
         cl.bye()
     return EXIT_OK
