@@ -278,7 +278,8 @@ def test_lbcf_layout_is_exactly_as_specified(tmp_path):
     # the host's (mirror) schema with the routing meta and the exclusive uuid
     raw = c.raw_bus_schema("exclusive")
     assert seen[0][:5] == (0, 0, KIND_RAW, 8, 18) and seen[0][5] == raw.encode()
-    assert raw.meta_dict()["logb.can.routing"] == "exclusive" and c.raw_schema.meta_dict()["logb.can.routing"] == "mirror"
+    assert raw.meta_dict()["logb.can.routing"] == "exclusive"
+    assert c.raw_schema.meta_dict()["logb.can.routing"] == "mirror"
     assert raw.uuid == raw_stream_uuid("can0", "logb", routing="exclusive") != c.raw_schema.uuid
     assert raw.uuid[:15] == c.raw_schema.uuid[:15] and raw.uuid[15] ^ c.raw_schema.uuid[15] == 1
     for (match_id, mask, kind, plen, rsize, sb), e in zip(seen[1:], c.entries):

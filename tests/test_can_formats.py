@@ -1,4 +1,4 @@
-"""python-can formats in and out of Logb (logb.can.formats, `logb import`, `logb export`).
+"""CAN trace formats in and out of Logb (logb.can.formats, `logb import`, `logb export`).
 
 Every trace in ../shared/data/traces is imported and checked against what
 python-can itself reads from it, then exported back to its own format and read
@@ -17,18 +17,20 @@ can = pytest.importorskip("can")
 
 import logb  # noqa: E402
 from logb.can import formats, layout  # noqa: E402
+from logb.can.formats.pycan import bus_name  # noqa: E402
+from logb.errors import UsageError  # noqa: E402
 from logb.cli.main import main  # noqa: E402
 
 TRACES = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data" / "traces"
 SOURCES = sorted(p.name for p in TRACES.glob("*")) if TRACES.exists() else []
-EXT = {"candump": ".log", "asc": ".asc", "blf": ".blf", "trc": ".trc"}
+READABLE = list(formats.READERS)  # the formats read back (through python-can)
+EXT = {name: m.EXTENSIONS[0] for name, m in formats.REGISTRY.items()}
 needs_traces = pytest.mark.skipif(not SOURCES, reason="../shared/data/traces not present")
 
 
 def pycan_messages(path):
     """python-can's own view of a trace (absolute stamps where the format has them)."""
-    fmt = formats.format_of(path)
-    if fmt == "asc":
+    if formats.format_for(path).NAME == "asc":
         reader = can.ASCReader(str(path), relative_timestamp=False)
     else:
         reader = can.LogReader(str(path))
@@ -37,7 +39,7 @@ def pycan_messages(path):
 
 def key(m, loose=False):
     """The fields compared. loose: ASC CANFD lines of up to 8 bytes, whose FD and remote bits
-    python-can guesses (formats.py reads them from the line's Flags column instead)."""
+    python-can guesses (formats.asc reads them from the line's Flags column instead)."""
     exact = () if loose else (m.is_remote_frame, m.is_fd, m.bitrate_switch, m.error_state_indicator, m.dlc)
     return (m.channel, m.arbitration_id, m.is_extended_id, m.is_error_frame, m.is_rx,
             bytes(m.data or b"")) + exact
@@ -76,6 +78,7 @@ def logb_frames(path):
 @pytest.mark.parametrize("name", SOURCES)
 def test_import_holds_what_python_can_reads(name, tmp_path):
     src = TRACES / name
+    fmt = formats.format_for(src)
     out = tmp_path / "t.logb"
     trace, problems = formats.import_trace(src, out)
     assert problems == []
@@ -86,9 +89,9 @@ def test_import_holds_what_python_can_reads(name, tmp_path):
     per_bus = {}
     for m in expected:
         ch = m.channel
-        if formats.format_of(src) == "trc":
+        if fmt.NAME == "trc":
             ch = ch - 1  # python-can's TRC reader counts buses from 1, every other reader from 0
-        per_bus.setdefault(formats._bus_name(ch), []).append(m)
+        per_bus.setdefault(bus_name(ch), []).append(m)
     got = {}
     for fr in frames:
         got.setdefault(fr[0], []).append(fr)
@@ -96,14 +99,14 @@ def test_import_holds_what_python_can_reads(name, tmp_path):
     for bus, msgs in per_bus.items():
         for m, (_, sec, ident, fl, code, payload) in zip(msgs, got[bus]):
             assert ident == m.arbitration_id
-            if guessed(m, formats.format_of(src)):
+            if guessed(m, fmt.NAME):
                 assert fl & ~(layout.FLAG_FD | layout.FLAG_REMOTE | layout.FLAG_BRS | layout.FLAG_ESI) == \
                     flags_of(m) & ~(layout.FLAG_FD | layout.FLAG_REMOTE | layout.FLAG_BRS | layout.FLAG_ESI)
                 continue
             assert fl == flags_of(m), (bus, m)
             if m.is_remote_frame:
                 assert payload == b""
-                assert formats._dlc_len(code) == formats._dlc_len(formats._code(m, formats.format_of(src)))
+                assert layout.dlc_to_len(code) == layout.dlc_to_len(fmt.dlc_code(m))
             else:
                 assert payload == bytes(m.data or b"")[: len(payload)]
                 assert len(payload) == len(m.data or b"") or (not m.is_fd and len(m.data) > 8)
@@ -117,7 +120,7 @@ def test_import_holds_what_python_can_reads(name, tmp_path):
 def test_round_trip_to_own_format(name, tmp_path):
     """source → Logb → same format: python-can reads the same frames as from the source."""
     src = TRACES / name
-    fmt = formats.format_of(src)
+    fmt = formats.format_for(src).NAME
     lb = tmp_path / "t.logb"
     formats.import_trace(src, lb)
     back = tmp_path / ("back" + EXT[fmt])
@@ -156,7 +159,7 @@ def test_time_base_and_resolution(name, time_base, exp, tmp_path):
             assert s.schema.axis_exp == exp
             assert s.schema.meta_dict()["logb.can.layout"] == ("raw-fd" if trace.buses[s.name].fd else "raw")
         meta = f.sessions[0].meta
-        assert meta["can.import.format"] == formats.format_of(name)
+        assert meta["can.import.format"] == formats.format_for(name).NAME
         if time_base == "unix" and trace.start is not None:
             # the source's measurement start, and the first frame's wall time is an epoch
             assert int(meta["can.import.start_ns"]) == trace.start * 10 ** (9 + exp)
@@ -252,7 +255,7 @@ def _expected_flags(fmt, fl):
     return fl
 
 
-@pytest.mark.parametrize("fmt", ["candump", "asc", "blf", "trc"])
+@pytest.mark.parametrize("fmt", READABLE)
 @pytest.mark.parametrize("exp", [-6, -9])
 def test_every_frame_kind_through_every_format(fmt, exp, tmp_path):
     trace = synthetic_trace(exp)
@@ -287,7 +290,7 @@ def test_every_frame_kind_through_every_format(fmt, exp, tmp_path):
         assert got.t.tolist() == want.tolist()
 
 
-@pytest.mark.parametrize("fmt", ["candump", "asc", "blf", "trc"])
+@pytest.mark.parametrize("fmt", READABLE)
 def test_undated_trace_stays_relative(fmt, tmp_path):
     trace = synthetic_trace(-6, dated=False)
     out = tmp_path / ("u" + EXT[fmt])
@@ -312,7 +315,7 @@ CANDUMP = """\
 
 def test_candump_fixes(tmp_path):
     """python-can loses error frames' class bits, data and channel, and remote frames' DLC on
-    write; formats.py keeps them. The candump text survives byte for byte."""
+    write; formats.candump keeps them. The candump text survives byte for byte."""
     src = tmp_path / "in.log"
     src.write_text(CANDUMP)
     trace = formats.read_trace(src)
@@ -333,13 +336,28 @@ def test_candump_fixes(tmp_path):
     assert out.read_text() == CANDUMP
 
 
-def test_format_of():
-    assert formats.format_of("a.LOG") == "candump"
-    assert formats.format_of("x.csv", "blf") == "blf"
-    with pytest.raises(ValueError):
-        formats.format_of("x.csv")
-    with pytest.raises(ValueError):
-        formats.format_of("x.log", "pcap")
+def test_format_for():
+    assert formats.format_for("a.LOG") is formats.candump
+    assert formats.format_for("x.csv", "blf") is formats.blf
+    assert formats.format_for("x.MF4") is formats.mdf4 and formats.format_for("x.mdf", "mdf4") is formats.mdf4
+    with pytest.raises(UsageError):
+        formats.format_for("x.csv")
+    with pytest.raises(UsageError):
+        formats.format_for("x.log", "pcap")
+    with pytest.raises(UsageError, match="candump, asc, blf, trc"):  # MDF4 is written, not read
+        formats.format_for("x.mf4", reading=True)
+
+
+def test_registry():
+    """Every format module exposes the same interface, and its extensions are its own."""
+    extensions = [e for m in formats.REGISTRY.values() for e in m.EXTENSIONS]
+    assert len(extensions) == len(set(extensions))
+    for name, m in formats.REGISTRY.items():
+        assert m.NAME == name and m.EXTENSIONS and callable(m.write) and isinstance(m.REQUIRES, str)
+        assert all(formats.for_path("x" + e.upper()) is m for e in m.EXTENSIONS)
+        assert (m.read is not None) == (name in formats.READERS) == bool(m.LOSSES)
+        if m.LOSSES:
+            assert m.LOSSES in formats.LOSSES
 
 
 def test_long_gaps_and_out_of_order_stamps(tmp_path):
@@ -389,7 +407,7 @@ def test_cli_import_export(tmp_path, capsys):
     bad.write_bytes(b"not a blf file at all" * 20)
     assert main(["import", str(bad), "-o", str(lb)]) == 1
     capsys.readouterr()
-    for fmt in ("candump", "asc", "blf", "trc"):
+    for fmt in READABLE:
         out = tmp_path / ("o" + EXT[fmt])
         assert main(["export", str(lb), "-o", str(out)]) == 0
         assert formats.read_trace(out).frames in (7, 5)  # TRC drops the two error frames

@@ -12,6 +12,7 @@ cantools = pytest.importorskip("cantools")
 
 import logb  # noqa: E402
 from logb.can import formats, plot  # noqa: E402
+from logb.errors import UnknownSignalError  # noqa: E402
 from logb.cli.main import main  # noqa: E402
 
 DBC = pathlib.Path(__file__).resolve().parents[2] / "shared" / "bench" / "trace.dbc"
@@ -61,7 +62,7 @@ def test_plot_raw_stream_with_dbc_and_window(tmp_path):
     lb = tmp_path / "r.logb"
     formats.write_logb(trace, lb)
     with logb.LogbFile(str(lb)) as f:
-        with pytest.raises(plot.UnknownSignal):
+        with pytest.raises(UnknownSignalError):
             plot.plot(f, ["MA_C0.EngSpeed"], tmp_path / "x.png")  # no DBC anywhere
         full = plot.plot(f, ["EngSpeedJ"], tmp_path / "a.png", dbc=str(DBC))
         part = plot.plot(f, ["EngSpeedJ"], tmp_path / "b.png", dbc=str(DBC), window=(0.5, 1.0))

@@ -18,8 +18,9 @@ import time
 import numpy as np
 
 import logb
-from logb.can import formats
-from logb.can.mdf import trace_to_mdf
+from logb.can import formats, layout
+from logb.can.formats import mdf4
+from logb.can.formats.trace import merged
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 REC = np.dtype([("ts_us", "<u4"), ("id", "<u4"), ("dlc", "u1"), ("flags", "u1"), ("data", "u1", (8,))])
@@ -58,7 +59,7 @@ def id_dbc(trace):
     for b in trace.buses.values():
         ext = (b.flags & 1) != 0
         data = (b.flags & 6) == 0
-        lengths = formats.DLC_LEN[np.minimum(b.dlc, 15)]
+        lengths = layout.dlc_lengths(b.dlc)
         for i, e, n in zip(b.id[data].tolist(), ext[data].tolist(), lengths[data].tolist()):
             key = (i, e)
             seen[key] = max(seen.get(key, 0), min(n, 64 if b.fd else 8))
@@ -72,26 +73,13 @@ def parquet_size(trace, path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    names = sorted(trace.buses)
-    t = np.concatenate([trace.buses[n].t for n in names])
-    order = np.argsort(t, kind="stable")
-    t = t[order]
-    width = max(trace.buses[n].data.shape[1] for n in names)
-    data = np.zeros((len(t), width), np.uint8)
-    row = 0
-    for n in names:
-        d = trace.buses[n].data
-        data[row:row + len(d), : d.shape[1]] = d
-        row += len(d)
-    data = data[order]
-    ids = np.concatenate([trace.buses[n].id for n in names])[order]
-    flags = np.concatenate([trace.buses[n].flags for n in names])[order]
-    dlc = np.concatenate([trace.buses[n].dlc for n in names])[order]
+    m = merged(trace)
+    t, width = m.t, m.data.shape[1]
     ts = t - t[0]
     tbl = pa.table({"ts": pa.array(ts.astype(np.uint32) if ts.max() < 2 ** 32 else ts),
-                    "id": pa.array(ids), "dlc": pa.array(dlc), "flags": pa.array(flags),
+                    "id": pa.array(m.id), "dlc": pa.array(m.dlc), "flags": pa.array(m.flags),
                     "data": pa.FixedSizeBinaryArray.from_buffers(pa.binary(width), len(t),
-                                                                 [None, pa.py_buffer(data.tobytes())])})
+                                                                 [None, pa.py_buffer(m.data.tobytes())])})
     pq.write_table(tbl, path, compression="zstd")
     return os.path.getsize(path)
 
@@ -114,7 +102,7 @@ def bench_trace(d):
             rows[batch] = logb_sizes(trace, dbc, tmp, batch)
         log("formats: 1M trace, MDF4 export of the Logb frames ...")
         ours_mdf = os.path.join(tmp, "ours.mf4")
-        trace_to_mdf(trace, ours_mdf, compression=2)
+        mdf4.write(trace, ours_mdf, compression=2)
         ours_mdf = os.path.getsize(ours_mdf)
         recompress = recompression(rec)
     peers = {"MDF4 transposed+deflate (trace_z.mf4, gen_trace.py)": (d / "trace_z.mf4").stat().st_size,
@@ -160,7 +148,7 @@ def real_trace(path):
     with tempfile.TemporaryDirectory() as tmp:
         lb = logb_sizes(trace, id_dbc(trace), tmp)
         mdf = os.path.join(tmp, "t.mf4")
-        trace_to_mdf(trace, mdf, compression=2)
+        mdf4.write(trace, mdf, compression=2)
         sizes["mdf"] = os.path.getsize(mdf)
         blf = os.path.join(tmp, "t.blf")
         formats.write_trace(trace, blf, "blf")

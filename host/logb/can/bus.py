@@ -28,6 +28,7 @@ import numpy as np
 from .. import fields as bits
 from . import layout
 from .dbc import EXT_BITS, EXTENDED, Mux, MuxCondition, is_exact_mask, parse_select
+from .rows import gather, pad
 from ..tables import ByteOrder
 
 RAW_FIELDS = ("id", "flags", "dlc", "data")
@@ -212,7 +213,9 @@ def _collect(stream, names, window_s, frames=None):
         cols = stream.columns(fields=list(names))
         return cols.axis, cols.session, cols.raw
     parts = []
-    chosen = stream._frames_in(ticks) if frames is None else [fl for fl in stream._frames_in(ticks) if fl.offset in frames]
+    chosen = stream._frames_in(ticks)
+    if frames is not None:
+        chosen = [fl for fl in chosen if fl.offset in frames]
     for fl in chosen:
         b = stream.decode_frame(fl, list(names))
         if b is None:
@@ -231,16 +234,6 @@ def _collect(stream, names, window_s, frames=None):
             {n: np.concatenate([p[2][n] for p in parts]) for n in names})
 
 
-def _pad_to(data, width):
-    data = np.asarray(data, np.uint8)
-    if data.shape[1] == width:
-        return data
-    out = np.zeros((len(data), width), np.uint8)
-    n = min(width, data.shape[1])
-    out[:, :n] = data[:, :n]
-    return out
-
-
 def group_frames(f, group, window=None):
     """BusFrames of one BusGroup; `window` = (T0, T1) seconds of the axis, inclusive."""
     raws = [s for s in group.streams if s.schema is not None]
@@ -250,7 +243,7 @@ def group_frames(f, group, window=None):
     for s in raws:
         axis, session, cols = _collect(s, RAW_FIELDS, window)
         parts.append((rescale(axis, s.schema.axis_exp, exp), session, cols["id"].astype(np.uint32),
-                      cols["flags"].astype(np.uint8), cols["dlc"].astype(np.uint8), _pad_to(cols["data"], width)))
+                      cols["flags"].astype(np.uint8), cols["dlc"].astype(np.uint8), pad(cols["data"], width)))
     excl = group.exclusive_segments()
     routings = set(group.routings)
     from_messages = 0
@@ -268,7 +261,7 @@ def group_frames(f, group, window=None):
             flags = np.uint8(layout.FLAG_EXTENDED if r.extended else 0)
             parts.append((rescale(axis, s.schema.axis_exp, exp), session, np.full(n, r.can_id, np.uint32),
                           np.full(n, flags, np.uint8), np.full(n, r.payload_len, np.uint8),
-                          _pad_to(cols["data"], width)))
+                          pad(cols["data"][:, :width], width)))
     nraw = len(raws)
     t, session, ids, flags, dlc, data = (np.concatenate([p[k] for p in parts]) if len(parts) > 1 else parts[0][k]
                                          for k in range(6))
@@ -315,14 +308,6 @@ def merge_order(base_session, base_t, add_session, add_t, base_index=None):
         sel = a_sess == sess
         pos[sel] = lo + np.searchsorted(run, a_t[sel], "right")
     return np.insert(base_index, pos, n + add)
-
-
-def gather(data, rows):
-    """data[rows] for an (N, W) uint8 array, moving whole 8-byte words when W allows."""
-    n, w = data.shape
-    if w % 8 == 0 and data.flags.c_contiguous and len(data):
-        return data.view(np.uint64)[rows].view(np.uint8).reshape(len(rows), w)
-    return data[rows]
 
 
 def bus_frames(f, bus=None, window=None):

@@ -31,9 +31,10 @@ from .. import convert
 from ..tables import ConversionType
 from .. import fields as bits
 from . import layout
-from .bus import (_collect, buses, group_frames, is_message_stream, is_raw_bus_stream,  # noqa: F401 (re-exported)
-                  merge_order, message_routes, rescale, window_ticks)
+from .bus import (_collect, buses, group_frames, is_message_stream, merge_order, message_routes, rescale,
+                  window_ticks)
 from .dbc import EXT_BITS, EXTENDED, MEDIA_TYPE, CompiledDbc, compile_dbc, signals_of
+from .rows import gather, pad
 
 _STD_LIMIT = 0x800  # keys below this are standard ids (no extended bit)
 _LOOP_KEYS = 64  # up to this many distinct ids: one comparison pass per id
@@ -85,14 +86,6 @@ def data_frames(flags):
     return (f & np.uint8(layout.FLAG_REMOTE | layout.FLAG_ERROR)) == 0
 
 
-def _pad(payloads, n):
-    if payloads.shape[1] >= n:
-        return payloads
-    out = np.zeros((len(payloads), n), np.uint8)
-    out[:, : payloads.shape[1]] = payloads
-    return out
-
-
 def _groups(keys):
     """[(key, row indices)] for every distinct key, without sorting all rows."""
     std = keys < _STD_LIMIT
@@ -139,7 +132,7 @@ def route_rows(entries, keys, payloads, usable=None):
             if mux is None:
                 found.setdefault(i, []).append(rows)
                 break
-            sel = mux.select_rows(_pad(payloads[rows], entries[i].payload_len))
+            sel = mux.select_rows(pad(payloads[rows], entries[i].payload_len))
             if sel.any():
                 found.setdefault(i, []).append(rows[sel])
                 rows = rows[~sel]
@@ -184,21 +177,12 @@ def signal_columns(sig, raw):
     return phys, text
 
 
-def gather_rows(data, rows):
-    """data[rows] for an (N, W) uint8 array, moving whole 8-byte words when W allows."""
-    n, w = data.shape
-    if w % 8 == 0 and data.flags.c_contiguous and len(data):
-        words = data.view(np.uint64)  # (N, W/8)
-        return words[rows].view(np.uint8).reshape(len(rows), w)
-    return data[rows]
-
-
 def decode_payloads(schema, payloads, signals=None, message=None):
     """Decode every signal of a per-message schema from an (N, W) payload array.
     Returns (raw, phys, text, units) dicts keyed by signal name."""
     message = message or schema.meta_dict().get("logb.can.message", schema.name)
     n_payload = (schema.record_bits - layout.PAYLOAD_BIT) // 8
-    payloads = _pad(np.asarray(payloads, np.uint8), n_payload)
+    payloads = pad(payloads, n_payload)
     raw, phys, text, units = {}, {}, {}, {}
     for sig in signals_of(schema):
         if not _wanted(sig.name, message, signals):
@@ -236,7 +220,7 @@ def decode_frames(compiled, axis, ids, flags, data, messages=None, signals=None,
         e = entries[i]
         if signals is not None and not any(_wanted(g.name, e.message, signals) for g in signals_of(e.schema)):
             continue
-        raw, phys, text, units = decode_payloads(e.schema, gather_rows(data, rows), signals, e.message)
+        raw, phys, text, units = decode_payloads(e.schema, gather(data, rows), signals, e.message)
         out.append(Decoded(e.name, e.message, bus or compiled.bus, e.mux.label if e.mux else "",
                            axis[rows], axis_exp, raw, phys, text, units, rows))
     return out
@@ -344,7 +328,7 @@ def _exclusive_leftovers(f, window):
                 ax = axis[rows]
                 if s.schema.axis_exp != r.stream.schema.axis_exp:
                     ax = rescale(ax, s.schema.axis_exp, r.stream.schema.axis_exp)
-                payload = _pad(gather_rows(data, rows), r.payload_len)[:, :r.payload_len]
+                payload = pad(gather(data, rows), r.payload_len)[:, :r.payload_len]
                 out.setdefault(r.stream.uuid, []).append((session[rows], ax, payload))
     return out
 

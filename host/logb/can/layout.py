@@ -19,6 +19,8 @@ exact per-message streams cannot reconstruct (`exclusive`, the device default);
 logb.can.bus.bus_frames gives the whole bus either way.
 """
 
+import numpy as np
+
 from ..schema import Field, Schema
 from ..tables import AxisKind, AxisMode, DataType
 
@@ -53,6 +55,18 @@ def len_to_dlc(length):
         if length <= n:
             return code
     return 15
+
+
+_DLC_TABLE = np.array(DLC_LENGTHS, np.int64)
+
+
+def dlc_lengths(codes, fd=True):
+    """dlc_to_len over an array of codes (int64); `fd` is one bool or one per code."""
+    codes = np.minimum(np.asarray(codes, np.int64), 15)
+    if np.ndim(fd) == 0:
+        return _DLC_TABLE[codes] if fd else np.minimum(codes, 8)
+    return np.where(fd, _DLC_TABLE[codes], np.minimum(codes, 8))
+
 
 ROUTING_KEY = "logb.can.routing"  # raw bus stream schema meta: how frames were routed
 MIRROR, EXCLUSIVE = "mirror", "exclusive"

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import UnknownSignalError
 from ..tables import DataType
 from .formats import wall_ns_of
 
@@ -28,10 +29,6 @@ class Series:
     session: object  # session index per record (array), or None when unknown
     values: np.ndarray  # float64
     steps: bool = False  # discrete states (a value table): drawn as steps
-
-
-class UnknownSignal(LookupError):
-    pass
 
 
 def _can_series(f, specs, dbc):
@@ -96,7 +93,7 @@ def _field_series(f, spec):
 
 
 def collect(f, specs, dbc=None):
-    """The Series of every spec; raises UnknownSignal naming those found nowhere."""
+    """The Series of every spec; raises UnknownSignalError naming those found nowhere."""
     specs = list(dict.fromkeys(specs))
     series, found = _can_series(f, set(specs), dbc)
     for spec in specs:
@@ -110,14 +107,15 @@ def collect(f, specs, dbc=None):
     if missing:
         names = available(f, dbc)
         hint = f"; it has {', '.join(names[:15])}{', …' if len(names) > 15 else ''}" if names else ""
-        raise UnknownSignal(f"no signal {', '.join(map(repr, missing))} in this file{hint}")
+        raise UnknownSignalError(f"no signal {', '.join(map(repr, missing))} in this file{hint}")
     return series
 
 
 def available(f, dbc=None):
     """Names `collect` understands, from the schemas alone (no decoding)."""
     from .dbc import compile_dbc, signals_of
-    from .decode import embedded_dbc, is_message_stream, is_raw_bus_stream
+    from .bus import is_message_stream, is_raw_bus_stream
+    from .decode import embedded_dbc
 
     names = []
     per_message = [s for s in f.streams.values() if is_message_stream(s)]

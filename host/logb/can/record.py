@@ -85,13 +85,13 @@ class CanRecorder:
         payload = np.zeros((n, self.width), np.uint8)
         payload[:, : arr.shape[1]] = arr
         if dlc is None:
-            dlc = np.array([_len_to_dlc(int(x)) for x in lengths], np.uint8) if n else np.zeros(0, np.uint8)
+            dlc = np.array([layout.len_to_dlc(int(x)) for x in lengths], np.uint8) if n else np.zeros(0, np.uint8)
         dlc = np.asarray(dlc).astype(np.uint8)
         if not (len(ids) == len(flags) == len(dlc) == len(payload) == n):
             raise ValueError("t, ids, flags, dlc and data must have one entry per frame")
         # bytes past the frame's data length were never on the wire: zero (SPEC §13.1);
         # a remote frame has no data; an error frame keeps what the interface reported
-        length = _DLC_LEN[np.minimum(dlc, 15)] if self.fd else np.minimum(dlc, 8)
+        length = layout.dlc_lengths(dlc, self.fd)
         length = np.where((flags & layout.FLAG_REMOTE) != 0, 0, length)
         length = np.where((flags & layout.FLAG_ERROR) != 0, self.width, length)
         if (length < self.width).any():
@@ -167,13 +167,3 @@ def _spans(t, batch):
         yield lo, hi
         lo = hi
 
-
-_FD_LENGTHS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 12, 16, 20, 24, 32, 48, 64)
-_DLC_LEN = np.array(_FD_LENGTHS, np.int64)
-
-
-def _len_to_dlc(n):
-    for code, length in enumerate(_FD_LENGTHS):
-        if length >= n:
-            return code
-    return 15

@@ -20,8 +20,7 @@ between. `peak_load` is the highest `load` over consecutive windows of
 
 import numpy as np
 
-from .formats import DLC_LEN
-from .layout import FLAG_BRS, FLAG_ERROR, FLAG_EXTENDED, FLAG_FD, FLAG_REMOTE
+from .layout import FLAG_BRS, FLAG_ERROR, FLAG_EXTENDED, FLAG_FD, FLAG_REMOTE, dlc_lengths
 
 KINDS = ("data", "remote", "error")
 
@@ -34,8 +33,7 @@ def frame_bits(flags, dlc):
     fd = (flags & FLAG_FD) != 0
     brs = fd & ((flags & FLAG_BRS) != 0)
     remote = (flags & FLAG_REMOTE) != 0
-    n = DLC_LEN[np.minimum(np.asarray(dlc, np.int64), 15)]
-    n = np.where(fd, n, np.minimum(n, 8))
+    n = dlc_lengths(dlc, fd)
     n = np.where(remote & ~fd, 0, n)
     # classic: SOF..CRC delimiter, ACK, EOF, IFS
     classic = np.where(ext, 67, 47) + 8 * n

@@ -4,7 +4,8 @@ import csv
 
 import numpy as np
 
-from .common import EXIT_DAMAGED, EXIT_OK, EXIT_USAGE, CliError, open_logb
+from ..errors import UnreadableInputError, UsageError
+from .common import EXIT_DAMAGED, EXIT_OK, open_logb
 
 HELP = "decode CAN signals (per-message streams, or raw frames with a DBC) to CSV or Parquet"
 DESCRIPTION = """\
@@ -44,21 +45,17 @@ def add_arguments(p):
 
 
 def run(args, out):
-    try:
-        from ..can.decode import decode_file
-    except ImportError as exc:
-        raise CliError(f"{exc}; install it with: pip install 'logb[can]'", EXIT_USAGE) from None
+    from ..can.decode import decode_file  # cantools missing: main.py gives the pip hint
+
     fmt = args.format or ("parquet" if args.output.endswith((".parquet", ".pq")) else "csv")
     with open_logb(args.file) as f:
         try:
             decoded = decode_file(f, dbc=args.dbc, messages=args.messages, signals=args.signals,
                                   window=tuple(args.window) if args.window else None)
-        except FileNotFoundError as exc:
-            raise CliError(f"{args.dbc}: {exc.strerror}", EXIT_USAGE) from None
         except _dbc_errors() as exc:
-            raise CliError(f"cannot parse the DBC: {exc}", EXIT_DAMAGED) from None
-        except LookupError as exc:
-            raise CliError(f"{args.file}: {exc.args[0]}", EXIT_DAMAGED) from None
+            raise UnreadableInputError(f"cannot parse the DBC: {exc}") from None
+        except LookupError as exc:  # nothing to decode with: the input falls short
+            raise UsageError(f"{args.file}: {exc.args[0]}", EXIT_DAMAGED) from None
         clean = f.report.clean
     names, data, meta = (_long if args.layout == "long" else _wide)(decoded, args.raw)
     if fmt == "csv":
@@ -180,11 +177,8 @@ def _csv(path, names, data):
 
 
 def _parquet(path, names, data, meta):
-    try:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-    except ImportError:
-        raise CliError("Parquet output needs pyarrow: pip install 'logb[parquet]'", EXIT_USAGE) from None
+    import pyarrow as pa  # missing: main.py gives the pip hint
+    import pyarrow.parquet as pq
     fields, arrays = [], []
     for name, col, md in zip(names, data, meta):
         if isinstance(col, np.ma.MaskedArray):

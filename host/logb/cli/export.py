@@ -1,12 +1,15 @@
-"""logb export: one stream to CSV or Parquet."""
+"""logb export: one stream to CSV or Parquet, or the CAN buses to a trace format."""
 
 import csv
+import importlib
+import sys
 
 import numpy as np
 
+from ..can import formats
+from ..errors import InvalidSchemaError, UsageError
 from ..tables import AxisKind
-from .common import EXIT_OK, EXIT_USAGE, CliError, column_values, open_logb
-from .import_ import CAN_FORMATS, can_format_of, run_export
+from .common import EXIT_DAMAGED, EXIT_OK, column_values, open_logb
 
 HELP = "export one stream to CSV or Parquet, or CAN bus streams to candump/ASC/BLF/TRC/MDF4"
 DESCRIPTION = """\
@@ -29,7 +32,8 @@ frame of each bus, also those a logger routed to per-message streams alone
 def add_arguments(p):
     p.add_argument("file", help="a .logb file")
     p.add_argument("--stream", metavar="NAME|UUID", help="the stream to export (CAN formats: one bus; default all)")
-    p.add_argument("--format", choices=("csv", "parquet") + CAN_FORMATS, help="default: from the output's extension")
+    p.add_argument("--format", choices=("csv", "parquet") + tuple(formats.REGISTRY),
+                   help="default: from the output's extension")
     p.add_argument("-o", "--output", required=True, metavar="OUT")
 
 
@@ -49,25 +53,44 @@ def _table(stream):
 
 
 def run(args, out):
-    fmt = args.format or can_format_of(args.output) or (
-        "parquet" if args.output.endswith((".parquet", ".pq")) else "csv")
-    if fmt in CAN_FORMATS:
-        return run_export(args, fmt, out)
+    can_format = formats.REGISTRY.get(args.format) if args.format else formats.for_path(args.output)
+    if can_format is not None:
+        return run_can(args, can_format)
+    fmt = args.format or ("parquet" if args.output.endswith((".parquet", ".pq")) else "csv")
     if args.stream is None:
-        raise CliError("--stream is required for csv and parquet", EXIT_USAGE)
+        raise UsageError("--stream is required for csv and parquet")
     with open_logb(args.file) as f:
         try:
             stream = f.stream(args.stream)
         except KeyError as exc:
-            raise CliError(str(exc.args[0]), EXIT_USAGE) from None
+            raise UsageError(str(exc.args[0])) from None
         if stream.schema is None:
-            raise CliError(f"stream {stream.name!r} has no valid schema; nothing to export", 1)
+            raise InvalidSchemaError(f"stream {stream.name!r} has no valid schema; nothing to export")
         names, data, meta = _table(stream)
         if fmt == "csv":
             _csv(args.output, names, data)
         else:
             _parquet(args.output, names, data, meta)
     return EXIT_OK
+
+
+def run_can(args, fmt):
+    """The raw bus streams (all, or the bus --stream names; every frame, whatever the routing)
+    as a trace file of format module `fmt`."""
+    importlib.import_module(fmt.REQUIRES)  # missing: main.py gives the pip hint
+    streams = [args.stream] if args.stream else None
+    with open_logb(args.file) as f:
+        try:
+            trace = formats.read_logb(f, streams)
+        except KeyError as exc:
+            raise UsageError(str(exc.args[0])) from None
+        if not trace.buses:
+            raise UsageError(f"{args.file}: no raw CAN bus stream to export")
+        warnings = fmt.write(trace, args.output)
+        damaged = not f.report.clean
+    for w in warnings:
+        print(f"logb export: warning: {w}", file=sys.stderr)
+    return EXIT_DAMAGED if damaged else EXIT_OK
 
 
 def _csv(path, names, data):
@@ -80,11 +103,8 @@ def _csv(path, names, data):
 
 
 def _parquet(path, names, data, meta):
-    try:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-    except ImportError:
-        raise CliError("Parquet export needs pyarrow: pip install 'logb[parquet]'", EXIT_USAGE) from None
+    import pyarrow as pa  # missing: main.py gives the pip hint
+    import pyarrow.parquet as pq
     fields, arrays = [], []
     for name, col, md in zip(names, data, meta):
         if isinstance(col, np.ma.MaskedArray):

@@ -2,7 +2,8 @@
 
 import os
 
-from .common import EXIT_DAMAGED, EXIT_OK, EXIT_USAGE, CliError, open_logb
+from ..errors import UnknownSignalError, UsageError
+from .common import EXIT_DAMAGED, EXIT_OK, open_logb
 
 HELP = "plot signals against time to a PNG (matplotlib)"
 DESCRIPTION = """\
@@ -33,27 +34,25 @@ def _pair(text, what):
     try:
         a, b = (float(x) for x in text.replace("x", ":").split(":"))
     except ValueError:
-        raise CliError(f"{what} {text!r}: expected two numbers", EXIT_USAGE) from None
+        raise UsageError(f"{what} {text!r}: expected two numbers") from None
     return a, b
 
 
 def run(args, out):
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        raise CliError("plot needs matplotlib: pip install 'logb[can]'", EXIT_USAGE) from None
+    import matplotlib  # noqa: F401 (before reading the file; missing: main.py gives the pip hint)
+
     from ..can import plot
 
     window = _pair(args.window, "--window") if args.window else None
     size = _pair(args.size, "--size")
     if args.dbc and not os.path.exists(args.dbc):
-        raise CliError(f"{args.dbc}: no such file", EXIT_USAGE)
+        raise UsageError(f"{args.dbc}: no such file")
     with open_logb(args.file) as f:
         try:
             info = plot.plot(f, args.signals, args.output, dbc=args.dbc, window=window, title=args.title,
                              size=size)
-        except plot.UnknownSignal as exc:
-            raise CliError(str(exc), EXIT_USAGE) from None
+        except UnknownSignalError as exc:  # documented as a usage error: the message lists what there is
+            raise UsageError(str(exc)) from None
         damaged = not f.report.clean
     out.write(f"{args.output}: {', '.join(info['series'])} ({info['points']} points, "
               f"{'UTC' if info['time'] == 'utc' else 'axis seconds'})\n")

@@ -1,6 +1,7 @@
 """logb stats: per-id timing of CAN frames and a bus load estimate."""
 
-from .common import EXIT_DAMAGED, EXIT_OK, EXIT_USAGE, CliError, dumps, open_logb
+from ..errors import UsageError
+from .common import EXIT_DAMAGED, EXIT_OK, dumps, open_logb
 
 HELP = "per CAN id: count, mean period, jitter, gaps, DLC; bus load estimate"
 DESCRIPTION = """\
@@ -34,14 +35,14 @@ def run(args, out):
     from ..can import formats, stats
 
     if args.bitrate <= 0 or args.data_bitrate <= 0 or args.window <= 0 or args.gap_factor <= 0:
-        raise CliError("--bitrate, --data-bitrate, --window and --gap-factor must be positive", EXIT_USAGE)
+        raise UsageError("--bitrate, --data-bitrate, --window and --gap-factor must be positive")
     with open_logb(args.file) as f:
         try:
             trace = formats.read_logb(f, args.stream)
         except KeyError as exc:
-            raise CliError(str(exc.args[0]), EXIT_USAGE) from None
+            raise UsageError(str(exc.args[0])) from None
         if not trace.buses:
-            raise CliError(f"{args.file}: no raw CAN bus stream", EXIT_USAGE)
+            raise UsageError(f"{args.file}: no raw CAN bus stream")
         result = stats.trace_stats(trace, bitrate=args.bitrate, data_bitrate=args.data_bitrate,
                                    gap_factor=args.gap_factor, window=args.window)
         damaged = not f.report.clean

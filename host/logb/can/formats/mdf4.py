@@ -1,5 +1,4 @@
-"""Logb CAN buses (every frame, whatever the routing) → MDF4 in the ASAM CAN bus-logging
-layout, through asammdf.
+"""MDF4 in the ASAM CAN bus-logging layout, through asammdf (written, not read).
 
 The layout is the one asammdf's `extract_bus_logging`, the asammdf GUI, CANape
 and python-can's MF4Reader expect (and python-can's MF4Writer writes): bus-event
@@ -13,9 +12,9 @@ channels `CAN_DataFrame`, `CAN_ErrorFrame` and `CAN_RemoteFrame`:
 
 The master channel is float64 seconds after the header's start time: the
 measurement start of an imported trace, else the first frame (whole µs), in
-UTC; undated recordings start at the Unix epoch. Frames of every exported bus
-are merged in time order. A DBC attached to the Logb file is attached to the
-MDF file too (it is not applied: asammdf's extract_bus_logging does that).
+UTC; undated recordings start at the Unix epoch. Frames of every bus are merged
+in time order. The trace's attachment (the DBC a Logb file carries) is attached
+to the MDF file too (it is not applied: asammdf's extract_bus_logging does that).
 """
 
 import datetime
@@ -24,9 +23,15 @@ import os
 
 import numpy as np
 
-from .formats import DLC_LEN, read_logb
-from .layout import FLAG_BRS, FLAG_ERROR, FLAG_ESI, FLAG_EXTENDED, FLAG_FD, FLAG_REMOTE, FLAG_TX
+from .. import layout
+from ..layout import FLAG_BRS, FLAG_ERROR, FLAG_ESI, FLAG_EXTENDED, FLAG_FD, FLAG_REMOTE, FLAG_TX
+from .trace import merged
 
+NAME = "mdf4"
+EXTENSIONS = (".mf4", ".mdf")
+REQUIRES = "asammdf"
+LOSSES = ""  # asammdf holds every frame
+read = None  # asammdf's extract_bus_logging reads it; Logb does not
 EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 GROUPS = ("CAN_DataFrame", "CAN_ErrorFrame", "CAN_RemoteFrame")
 
@@ -52,37 +57,20 @@ def bus_channel(name, index):
     return min(value, 255)
 
 
-def trace_to_mdf(trace, out, compression=2, attachments=()):
-    """Write a formats.Trace as MDF4 (4.10). compression: asammdf's 0 none, 1 deflate,
-    2 transposed + deflate. Returns {group: frames written}."""
+def write(trace, out, compression=2):
+    """Write a Trace as MDF4 (4.10). compression: asammdf's 0 none, 1 deflate,
+    2 transposed + deflate. Returns no warnings: every frame fits."""
     from asammdf import MDF, Signal
     from asammdf.blocks import v4_constants as v4c
     from asammdf.blocks.v4_blocks import SourceInformation
 
-    names = sorted(trace.buses)
-    buses = [trace.buses[n] for n in names]
-    width = 64 if any(b.fd for b in buses) else 8
-    n_all = sum(len(b) for b in buses)
-    t = np.concatenate([b.t for b in buses]) if buses else np.zeros(0, np.int64)
-    order = np.argsort(t, kind="stable")
-    t = t[order]
-    chan = np.concatenate([np.full(len(b), bus_channel(n, i), np.uint8) for i, (n, b) in
-                           enumerate(zip(names, buses))])[order] if buses else np.zeros(0, np.uint8)
-    ids = np.concatenate([b.id for b in buses])[order] if buses else np.zeros(0, np.uint32)
-    flags = np.concatenate([b.flags for b in buses])[order] if buses else np.zeros(0, np.uint8)
-    dlc = np.concatenate([b.dlc for b in buses])[order] if buses else np.zeros(0, np.uint8)
-    data = np.zeros((n_all, width), np.uint8)
-    row = 0
-    parts = []
-    for b in buses:
-        parts.append((row, b.data))
-        row += len(b)
-    for start, d in parts:
-        data[start:start + len(d), : d.shape[1]] = d
-    data = data[order]
+    m = merged(trace)
+    t, ids, flags, dlc, data = m.t, m.id, m.flags, m.dlc, m.data
+    width = data.shape[1]
+    chan = np.array([bus_channel(n, i) for i, n in enumerate(m.names)], np.uint8)[m.bus]
 
     # the header start: measurement start (or first frame), whole µs, UTC
-    if trace.dated and n_all:
+    if trace.dated and len(t):
         per_us = 10 ** (-6 - trace.axis_exp)
         first = int(t[0]) if trace.start is None else min(int(trace.start), int(t[0]))
         zero = (first // per_us) * per_us
@@ -92,8 +80,7 @@ def trace_to_mdf(trace, out, compression=2, attachments=()):
     seconds = (t - zero).astype(np.float64) * 10.0 ** trace.axis_exp
 
     fd = (flags & FLAG_FD) != 0
-    length = DLC_LEN[np.minimum(dlc, 15)]
-    length = np.where(fd, length, np.minimum(length, 8))
+    length = layout.dlc_lengths(dlc, fd)
     remote = (flags & FLAG_REMOTE) != 0
     error = (flags & FLAG_ERROR) != 0
     kinds = {"CAN_DataFrame": ~remote & ~error, "CAN_ErrorFrame": error, "CAN_RemoteFrame": remote & ~error}
@@ -102,10 +89,9 @@ def trace_to_mdf(trace, out, compression=2, attachments=()):
     mdf.header.start_time = start_time
     src = SourceInformation(source_type=v4c.SOURCE_BUS, bus_type=v4c.BUS_TYPE_CAN)
     attachment = None
-    if attachments:  # asammdf links one embedded file to the groups
-        name, payload = attachments[0]
+    if trace.attachments:  # asammdf links one embedded file to the groups
+        name, payload = trace.attachments[0]
         attachment = (payload, name, hashlib.md5(payload).digest())
-    written = {}
     for group, sel in kinds.items():
         if not sel.any():
             continue
@@ -123,8 +109,7 @@ def trace_to_mdf(trace, out, compression=2, attachments=()):
             rec[f"{group}.ESI"] = (flags[sel] & FLAG_ESI) != 0
         sig = Signal(name=group, samples=rec, timestamps=seconds[sel], source=src,
                      attachment=attachment, comment=f"{group} (exported by logb)")
-        mdf.append(sig, acq_name="CAN", comment=f"{group} of bus(es) {', '.join(names)}")
-        written[group] = len(rec)
+        mdf.append(sig, acq_name="CAN", comment=f"{group} of bus(es) {', '.join(m.names)}")
     try:
         if isinstance(out, (str, os.PathLike)):
             with open(out, "wb") as fh:  # a path would get its suffix changed to .mf4 by asammdf
@@ -133,14 +118,4 @@ def trace_to_mdf(trace, out, compression=2, attachments=()):
             mdf.save(out, compression=compression)
     finally:
         mdf.close()
-    return written
-
-
-def export_mdf(f, out, streams=None, compression=2):
-    """A LogbFile's CAN buses (all, or those named) to MDF4. Returns (trace, written)."""
-    from .dbc import MEDIA_TYPE
-
-    trace = read_logb(f, streams)
-    dbcs = [a for a in f.attachments if a.media_type == MEDIA_TYPE and not a.problem]
-    attachments = [(dbcs[-1].name, dbcs[-1].data())] if dbcs else []
-    return trace, trace_to_mdf(trace, out, compression=compression, attachments=attachments)
+    return []
