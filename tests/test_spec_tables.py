@@ -8,7 +8,11 @@ import re
 import numpy as np
 import pytest
 
+import handmade as hm
+import logb
 from logb import fields, tables
+from logb.reader import FRAME_RULES
+from logb.records import RECORD_TYPES
 
 SPEC = pathlib.Path(__file__).resolve().parent.parent / "docs" / "SPEC.md"
 
@@ -57,6 +61,34 @@ def test_enum_table_matches_code(name):
     spec = {_id(r[0]): _name(r[1]) for r in spec_table(name)}
     code = {int(m): m.name for m in ENUMS[name]}
     assert spec == code
+
+
+def test_frame_scopes_match_code():
+    spec = {_id(r[0]): r[2] for r in spec_table("frame_types")}
+    assert spec == {int(t): scope for t, scope in tables.FRAME_SCOPE.items()}
+
+
+def test_reader_dispatches_every_frame_type():
+    """One table says how the reader takes each frame type; a type it lacks
+    would be skipped as unknown. SIGN is the one reserved type: no payload
+    class, not read."""
+    assert set(FRAME_RULES) == set(tables.FrameType)
+    assert set(RECORD_TYPES) == set(tables.FrameType) - {tables.FrameType.SIGN}
+    assert all(cls.TYPE == t for t, cls in RECORD_TYPES.items())
+    assert [t for t, rule in FRAME_RULES.items() if rule.decode is None] == [tables.FrameType.SIGN]
+
+
+def test_sign_is_reported_by_name_and_skipped():
+    uuid = b"\x05" * 16
+    body = hm.schema(uuid, "v", 8, [hm.field("v", 0, 8, 0)], mode=0)
+    sign = hm.frame(tables.FrameType.SIGN, bytes(range(32)), sid=3)
+    data = hm.header() + sign + hm.sync(0) + hm.frame(0x10, body, sid=1) + sign + hm.data(1, b"\x07", 1)
+    f = logb.LogbFile(data)
+    signs = [n for n in f.report.notes if n.offset in (16, data.index(sign, 17))]
+    assert [(n.kind, n.message) for n in signs] == [
+        ("skipped-frame", "SIGN frame (reserved, undefined in v0.1) skipped")] * 2
+    assert f.report.clean and len(f.report.notes) == 2 and not f.unknown_frames
+    assert f.stream("v").columns().raw["v"].tolist() == [7]
 
 
 def test_meta_keys_match_code():

@@ -1,16 +1,18 @@
-"""Reading a Logb file: segments, sessions, streams, runs, anchors, and the
-recovery report (SPEC §3–§10).
+"""Reading a Logb file (SPEC §3–§10): `LogbFile`, its `Stream`s and their
+`Columns` — the package's reading API.
 
 `LogbFile(src)` scans the input once, checking every frame's CRC and parsing
 the small control frames, and keeps only where each DATA frame is; records are
-decompressed and decoded when a stream's columns are asked for.
+decompressed and decoded when a stream's columns are asked for. Each frame
+type is taken by its row of FRAME_RULES (one decode, one handler); segments
+and writer sessions are segments.py's, the INDEX and END checks seal.py's.
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
-from . import convert
+from . import codecs, convert
 from . import fields as fieldsmod
 from .batch import decode_batch, frame_axis_span
 from .errors import (
@@ -20,14 +22,14 @@ from .errors import (
     UnsupportedCodecError,
     UnsupportedFilterError,
 )
-from .framing import FRAME_OVERHEAD
 from .records import Attach, DataHeader, End, Index, Meta, Run, Sync, pack_axis
 from .scan import Report, check_header, iter_frames
 from .schema import Schema, partial_identity
+from .seal import end_problems, index_problem
+from .segments import Segment, resolve_sessions
 from .source import open_source
-from .tables import AxisMode, Codec, DataType, Filter, FrameType, TIME_BASES
-from .timebase import Clock, parse_anchor, ticks_to_ns
-from . import codecs
+from .tables import FILE, FRAME_SCOPE, STREAM, AxisMode, Codec, DataType, Filter, FrameType
+from .timebase import UNDATED, WallTime
 
 # Columns.decoded preallocates when the decoded columns would take at most
 # this many bytes, or this multiple of the file size (else frame by frame).
@@ -35,9 +37,6 @@ _PREALLOC_MIN = 64 << 20
 _PREALLOC_RATIO = 64
 # Zero-byte records are free to store but not to decode (8 bytes of axis each).
 ZERO_SIZE_RECORD_LIMIT = 1 << 20
-
-_FILE_SCOPE = {FrameType.SYNC, FrameType.ATTACH, FrameType.RUN, FrameType.INDEX, FrameType.END}
-
 
 @dataclass
 class FrameLoc:
@@ -52,46 +51,6 @@ class FrameLoc:
     def stored_slice(self):
         start = self.offset + 8 + 28
         return start, self.offset + 8 + self.payload_len
-
-
-@dataclass
-class Segment:
-    offset: int
-    seq: int
-    wall_time_ns: int
-    end_before: bool
-    session_id: object = None
-    time_base: object = None
-    meta: dict = field(default_factory=dict)
-    anchors: list = field(default_factory=list)
-    runs: list = field(default_factory=list)
-    session: int = -1
-    data_seen: bool = False  # session facts are the META keys before the first DATA
-
-
-@dataclass
-class Session:
-    index: int
-    id: object
-    first_offset: int
-    time_base: object = None
-    meta: dict = field(default_factory=dict)
-    anchors: list = field(default_factory=list)
-    runs: dict = field(default_factory=dict)
-    segments: list = field(default_factory=list)
-    ended: bool = False
-
-    @property
-    def clock(self):
-        return Clock(self.time_base, self.anchors)
-
-    @property
-    def basis(self):
-        if self.time_base == "unix":
-            return "unix"
-        if self.time_base == "monotonic" and self.anchors:
-            return "anchored"
-        return "undated"
 
 
 @dataclass
@@ -300,7 +259,6 @@ class Columns:
     def wall(self, i):
         """WallTime of record i."""
         if not self.schema.is_time:
-            from .timebase import WallTime, UNDATED
             return WallTime(None, UNDATED)
         session = self.stream._file.sessions[int(self.session[i])]
         return session.clock.wall(int(self.axis[i]), self.schema.axis_exp)
@@ -352,14 +310,15 @@ class LogbFile:
         start = check_header(self.buf, self.report, recover)
         if start is not None:
             damage = len(self.report.skipped)
-            for fr in iter_frames(self.buf, self.report, start, strict):
-                if len(self.report.skipped) != damage:  # damage closes the open segment
-                    damage = len(self.report.skipped)
-                    self._close_segment()
-                self._frame(fr)
-                if progress is not None:
-                    progress(fr.end)
-        self._resolve_sessions()
+            with memoryview(self.buf) as view:  # payloads are parsed in place, not copied out
+                for fr in iter_frames(self.buf, self.report, start, strict):
+                    if len(self.report.skipped) != damage:  # damage closes the open segment
+                        damage = len(self.report.skipped)
+                        self._close_segment()
+                    self._frame(fr, view)
+                    if progress is not None:
+                        progress(fr.end)
+        self.sessions = resolve_sessions(self.segments, [off for off, _end in self.ends], self._note)
         self._check_index_and_end()
 
     # context management
@@ -414,63 +373,59 @@ class LogbFile:
         self._cur = None
         self._bindings = {}
 
-    def _frame(self, fr):
+    def _frame(self, fr, view):
+        """Dispatch one CRC-valid frame through FRAME_RULES: the scope checks,
+        then the one guarded decode, then the frame type's handler."""
         t = fr.type
-        if t in _FILE_SCOPE and fr.stream_id:
-            self._note(fr.offset, "ignored-stream-id",
-                       f"{FrameType(t).name} frame carries stream_id {fr.stream_id}; ignored")
-        if t == FrameType.SIGN:
-            self._note(fr.offset, "skipped-frame", "SIGN frame (reserved, undefined in v0.1) skipped")
-            return
-        if t not in FrameType._value2member_map_:
+        rule = FRAME_RULES.get(t)
+        if rule is None:
             self.unknown_frames.append((fr.offset, t))
             self._note(fr.offset, "skipped-frame", f"unknown frame type 0x{t:02x} skipped")
             return
-        payload = fr.payload(self.buf)
-        if t == FrameType.SYNC:
-            return self._sync(fr, payload)
-        if t == FrameType.END:
-            return self._end(fr, payload)
-        if t == FrameType.INDEX:
-            return self._index(fr, payload)
-        if self._cur is None:
+        if rule.decode is None:  # reserved: not read at all
+            rule.handle(self, fr, None)
+            return
+        scope = FRAME_SCOPE[t]
+        if scope == FILE and fr.stream_id:
+            self._note(fr.offset, "ignored-stream-id",
+                       f"{FrameType(t).name} frame carries stream_id {fr.stream_id}; ignored")
+        if rule.in_segment and self._cur is None:
             self._note(fr.offset, "outside-segment",
                        f"{FrameType(t).name} frame outside any segment (no SYNC before it); ignored")
             return
-        if t in (FrameType.SCHEMA, FrameType.DATA) and fr.stream_id == 0:
+        if scope == STREAM and fr.stream_id == 0:
             self._note(fr.offset, "no-stream-id", f"{FrameType(t).name} frame with stream_id 0; ignored")
             return
-        {FrameType.SCHEMA: self._schema, FrameType.META: self._meta, FrameType.ATTACH: self._attach,
-         FrameType.RUN: self._run, FrameType.DATA: self._data}[t](fr, payload)
-
-    def _sync(self, fr, payload):
-        self._bindings = {}
         try:
-            sync = Sync.decode(payload)
+            decoded = rule.decode(fr.payload(view))  # a view: each decoder copies what it keeps
         except MalformedPayloadError as exc:
-            self._cur = None
-            self._fail(MalformedPayloadError, fr.offset, "malformed", f"SYNC: {exc}; no segment starts here")
+            rule.malformed(self, fr, exc)
             return
+        rule.handle(self, fr, decoded)
+
+    def _malformed(self, fr, exc):
+        self._fail(MalformedPayloadError, fr.offset, "malformed", f"{FrameType(fr.type).name}: {exc}")
+
+    def _reserved(self, fr, _nothing):
+        self._note(fr.offset, "skipped-frame",
+                   f"{FrameType(fr.type).name} frame (reserved, undefined in v0.1) skipped")
+
+    def _sync(self, fr, sync):
+        self._bindings = {}
         self._cur = Segment(fr.offset, sync.segment_seq, sync.wall_time_ns, self._end_since_segment)
         self._end_since_segment = False
         self.segments.append(self._cur)
 
-    def _end(self, fr, payload):
-        try:
-            end = End.decode(payload)
-        except MalformedPayloadError as exc:
-            self._fail(MalformedPayloadError, fr.offset, "malformed", f"END: {exc}")
-            return
+    def _sync_malformed(self, fr, exc):
+        self._close_segment()
+        self._fail(MalformedPayloadError, fr.offset, "malformed", f"SYNC: {exc}; no segment starts here")
+
+    def _end(self, fr, end):
         self.ends.append((fr.offset, end))
         self._end_since_segment = True
         self._close_segment()  # a writer closed here; the next segment must start with SYNC
 
-    def _index(self, fr, payload):
-        try:
-            idx = Index.decode(payload)
-        except MalformedPayloadError as exc:
-            self._fail(MalformedPayloadError, fr.offset, "malformed", f"INDEX: {exc}")
-            return
+    def _index(self, fr, idx):
         self.indexes.append((fr.offset, idx, len(self.segments) - 1 if self.segments else None))
 
     def _stream_for(self, uuid, name):
@@ -480,7 +435,7 @@ class LogbFile:
         return s
 
     def _schema(self, fr, payload):
-        sid, payload = fr.stream_id, bytes(payload)
+        sid = fr.stream_id
         known = self._bindings.get(sid)
         if known is not None:
             if known.payload != payload:
@@ -501,7 +456,7 @@ class LogbFile:
         if schema is None:
             status, reason = "rejected", f"invalid schema: {error}"
         elif any(b.stream is stream for b in self._bindings.values()):
-            status, reason = "duplicate", f"stream uuid already bound to another stream_id in this segment"
+            status, reason = "duplicate", "stream uuid already bound to another stream_id in this segment"
         elif stream.schema_payload is None:
             stream.schema, stream.schema_payload, stream.name = schema, payload, schema.name
             status, reason = "ok", ""
@@ -521,54 +476,22 @@ class LogbFile:
             stream.bound_segments.append(len(self.segments) - 1)
         self._bindings[sid] = _Binding(stream, status, reason, payload)
 
-    def _meta(self, fr, payload):
-        try:
-            meta = Meta.decode(payload)
-        except MalformedPayloadError as exc:
-            self._fail(MalformedPayloadError, fr.offset, "malformed", f"META: {exc}")
-            return
+    def _meta(self, fr, meta):
         for key in meta.duplicate_keys():
             self._note(fr.offset, "duplicate-key", f"META key {key!r} repeated; the last value wins")
-        d = meta.as_dict()
-        if fr.stream_id:
-            b = self._bindings.get(fr.stream_id)
-            if b is None or b.stream is None:
-                self._note(fr.offset, "unbound", f"stream META for unbound stream_id {fr.stream_id}; ignored")
-            elif b.status != "ok":
-                self._note(fr.offset, "rejected", f"stream META for a rejected binding of stream_id {fr.stream_id}; ignored")
-            else:
-                b.stream.meta.update(d)
+        if not fr.stream_id:
+            self._cur.take_meta(meta.as_dict(), fr.offset, self._note)
             return
-        seg = self._cur
-        if seg.data_seen and ("logb.session" in d or "logb.time_base" in d):
-            self._note(fr.offset, "late-session-fact",
-                       "logb.session/logb.time_base after the segment's first DATA frame; ignored")
-            d = {k: v for k, v in d.items() if k not in ("logb.session", "logb.time_base")}
-        if "logb.session" in d and seg.session_id is None:
-            seg.session_id = d["logb.session"]
-        if "logb.time_base" in d:
-            if seg.time_base is None:
-                seg.time_base = d["logb.time_base"]
-            elif seg.time_base != d["logb.time_base"]:
-                self._note(fr.offset, "time-base", "a second, different time base in one segment; ignored")
-        if any(k.startswith("logb.anchor.") for k in d):
-            try:
-                anchor, problem = parse_anchor(d, fr.offset)
-            except ValueError as exc:
-                self._note(fr.offset, "malformed-anchor", f"anchor ignored: {exc}")
-            else:
-                if problem:
-                    self._note(fr.offset, "malformed-anchor", problem)
-                seg.anchors.append(anchor)
+        b = self._bindings.get(fr.stream_id)
+        if b is None or b.stream is None:
+            self._note(fr.offset, "unbound", f"stream META for unbound stream_id {fr.stream_id}; ignored")
+        elif b.status != "ok":
+            self._note(fr.offset, "rejected",
+                       f"stream META for a rejected binding of stream_id {fr.stream_id}; ignored")
         else:
-            seg.meta.update(d)
+            b.stream.meta.update(meta.as_dict())
 
-    def _attach(self, fr, payload):
-        try:
-            a = Attach.decode(payload)
-        except MalformedPayloadError as exc:
-            self._fail(MalformedPayloadError, fr.offset, "malformed", f"ATTACH: {exc}")
-            return
+    def _attach(self, fr, a):
         problem = None
         if a.codec not in Codec._value2member_map_:
             problem = f"unknown codec {a.codec}; data unavailable"
@@ -581,27 +504,28 @@ class LogbFile:
                 return
         self.attachments.append(Attachment(fr.offset, a.name, a.media_type, a.codec, a.raw_size, a.stored, problem))
 
-    def _run(self, fr, payload):
-        try:
-            run = Run.decode(payload)
-        except MalformedPayloadError as exc:
-            self._fail(MalformedPayloadError, fr.offset, "malformed", f"RUN: {exc}")
-            return
+    def _run(self, fr, run):
         if len({k for k, _ in run.params}) != len(run.params):
             self._note(fr.offset, "duplicate-key", f"RUN {run.run_id}: repeated parameter key; the last wins")
         self._cur.runs.append((fr.offset, run))
 
-    def _data(self, fr, payload):
-        b = self._bindings.get(fr.stream_id)
+    def _data_binding(self, fr):
+        """The binding a DATA frame's stream_id names in this segment, or None (noted)."""
         self._cur.data_seen = True
+        b = self._bindings.get(fr.stream_id)
         if b is None:
-            self._note(fr.offset, "unbound", f"DATA for stream_id {fr.stream_id}, which no SCHEMA in this segment binds")
-            return
-        try:
-            header = DataHeader.decode(payload)
-        except MalformedPayloadError as exc:
-            if b.stream is not None:
-                b.stream.reject(fr.offset, 0, str(exc))
+            self._note(fr.offset, "unbound",
+                       f"DATA for stream_id {fr.stream_id}, which no SCHEMA in this segment binds")
+        return b
+
+    def _data_malformed(self, fr, exc):
+        b = self._data_binding(fr)
+        if b is not None and b.stream is not None:
+            b.stream.reject(fr.offset, 0, str(exc))
+
+    def _data(self, fr, header):
+        b = self._data_binding(fr)
+        if b is None:
             return
         self._data_offsets[fr.offset] = (b.stream, header)
         if b.status != "ok":
@@ -629,107 +553,24 @@ class LogbFile:
         stream.frames.append(FrameLoc(fr.offset, fr.payload_len, header, len(self.segments) - 1))
 
     # after the scan
-    def _resolve_sessions(self):
-        prev = None
-        for i, seg in enumerate(self.segments):
-            cur = self.sessions[-1] if self.sessions else None
-            if cur is None:
-                new = True
-            else:
-                new = ((seg.session_id is not None and prev.session_id is not None
-                        and seg.session_id != prev.session_id)
-                       or seg.end_before or seg.seq == 0 or seg.seq < prev.seq)
-                if not new and seg.seq == prev.seq:
-                    self._note(seg.offset, "segment-seq", f"segment_seq {seg.seq} repeated")
-            if new:
-                cur = Session(len(self.sessions), seg.session_id, seg.offset)
-                self.sessions.append(cur)
-            elif cur.id is None:
-                cur.id = seg.session_id
-            seg.session = cur.index
-            cur.segments.append(i)
-            self._merge_segment(cur, seg)
-            prev = seg
-        for off, _end in self.ends:
-            for s in reversed(self.sessions):
-                if s.first_offset < off:
-                    s.ended = True
-                    break
-
-    def _merge_segment(self, session, seg):
-        if seg.time_base is not None:
-            if session.time_base is None:
-                session.time_base = seg.time_base
-                if seg.time_base not in TIME_BASES:
-                    self._note(seg.offset, "time-base", f"unknown time base {seg.time_base!r}: undated")
-            elif session.time_base != seg.time_base:
-                self._note(seg.offset, "time-base",
-                           f"segment declares time base {seg.time_base!r}, its session {session.time_base!r}; ignored")
-        session.meta.update(seg.meta)
-        for anchor in seg.anchors:
-            if any(a.axis_ns == anchor.axis_ns for a in session.anchors):
-                self._note(anchor.offset, "anchor", "anchor at an axis time already anchored; the first stands")
-                continue
-            session.anchors.append(anchor)
-            ordered = sorted(session.anchors, key=lambda a: a.axis_ns)
-            i = ordered.index(anchor)
-            if (i and ordered[i - 1].wall_ns > anchor.wall_ns) or (
-                    i + 1 < len(ordered) and ordered[i + 1].wall_ns < anchor.wall_ns):
-                self._note(anchor.offset, "anchor", "anchor wall time goes backwards; used as given")
-        for off, run in seg.runs:
-            known = session.runs.get(run.run_id)
-            if known is None:
-                session.runs[run.run_id] = run
-            elif known != run:
-                self._note(off, "run-restated", f"RUN {run.run_id} restated with different parameters; the first stands")
-
     def _check_index_and_end(self):
         sync_offsets = {s.offset for s in self.segments}
         index_offsets = {off for off, _, _ in self.indexes}
         for off, end in self.ends:
-            if end.index_back_offset and off - end.index_back_offset not in index_offsets:
-                self._note(off, "end", "END points to no INDEX frame")
-            if off - end.session_bytes not in sync_offsets:
-                self._note(off, "end", "END session_bytes does not lead to a SYNC frame (session start lost?)")
+            for problem in end_problems(off, end, sync_offsets, index_offsets):
+                self._note(off, "end", problem)
         self.index_valid = {}
         for off, idx, seg in self.indexes:
-            problem = self._index_problem(off, idx, seg)
+            if seg is None:
+                problem = "no segment precedes it"
+            else:
+                start = self.sessions[self.segments[seg].session].first_offset
+                in_session = {t: v for t, v in self._data_offsets.items() if start <= t < off}
+                problem, covered = index_problem(off, idx, start, self.streams, in_session)
+                self._index_axes.update(covered)
             self.index_valid[off] = problem is None
             if problem:
                 self._note(off, "corrupt-index", f"INDEX disagrees with the frames: {problem}; the frames stand")
-
-    def _index_problem(self, off, idx, seg):
-        """Why an INDEX disagrees with the frames it covers (SPEC §9.1), or None."""
-        if seg is None:
-            return "no segment precedes it"
-        session = self.sessions[self.segments[seg].session]
-        start = session.first_offset
-        covered = {}
-        for uuid, entries in idx.streams:
-            stream = self.streams.get(uuid)
-            if stream is None or stream.schema is None:
-                continue  # an unreadable stream's entries mean nothing
-            last = -1
-            for e in entries:
-                target = off - e.back_offset
-                if not start <= target < off or target <= last:
-                    return "an entry points outside its session or out of file order"
-                last = target
-                found = self._data_offsets.get(target)
-                if (found is None or found[0] is not stream or found[1].record_count != e.record_count
-                        or found[1].run_id != e.run_id):
-                    return f"no matching DATA frame at offset {target}"
-                s = stream.schema
-                if (s.axis_mode != AxisMode.explicit or not e.record_count) and \
-                        found[1].axis_base_raw != e.first_axis_raw:
-                    return f"first_axis of the frame at offset {target}"
-                covered[target] = e.first_axis_raw
-        for target, (stream, _h) in self._data_offsets.items():
-            if (start <= target < off and stream is not None and stream.schema is not None
-                    and target not in covered and self.segments[self._segment_at(target)].session == session.index):
-                return f"the DATA frame at offset {target} is missing"
-        self._index_axes.update(covered)
-        return None
 
     def _index_disagrees(self, data_offset):
         for off, idx, _seg in self.indexes:
@@ -738,15 +579,32 @@ class LogbFile:
                 self._note(off, "corrupt-index",
                            f"INDEX first_axis disagrees with the DATA frame at {data_offset}; the frames stand")
 
-    def _segment_at(self, offset):
-        lo, hi = 0, len(self.segments) - 1
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            if self.segments[mid].offset <= offset:
-                lo = mid
-            else:
-                hi = mid - 1
-        return lo
+
+@dataclass(frozen=True)
+class FrameRule:
+    """How the scan reads one frame type (its stream_id's meaning is tables.FRAME_SCOPE)."""
+
+    decode: object  # payload view -> what `handle` takes, or MalformedPayloadError; None: reserved, not read
+    handle: object  # LogbFile method: (self, FrameRef, decoded)
+    in_segment: bool = True  # ignored (noted) outside a segment
+    malformed: object = LogbFile._malformed  # (self, FrameRef, exc) when `decode` refuses the payload
+
+
+# The reader's one frame-type table. A new frame type is a row here and its
+# handler above, its payload class in records.py, its id and scope in tables.py.
+FRAME_RULES = {
+    FrameType.SYNC: FrameRule(Sync.decode, LogbFile._sync, in_segment=False, malformed=LogbFile._sync_malformed),
+    # SCHEMA payloads repeat every segment: the handler decodes each distinct one once
+    FrameType.SCHEMA: FrameRule(bytes, LogbFile._schema),
+    FrameType.META: FrameRule(Meta.decode, LogbFile._meta),
+    FrameType.ATTACH: FrameRule(Attach.decode, LogbFile._attach),
+    FrameType.RUN: FrameRule(Run.decode, LogbFile._run),
+    # DATA: the 28-byte header only; the records are decoded when asked for
+    FrameType.DATA: FrameRule(DataHeader.decode, LogbFile._data, malformed=LogbFile._data_malformed),
+    FrameType.INDEX: FrameRule(Index.decode, LogbFile._index, in_segment=False),
+    FrameType.END: FrameRule(End.decode, LogbFile._end, in_segment=False),
+    FrameType.SIGN: FrameRule(None, LogbFile._reserved, in_segment=False),
+}
 
 
 def _precheck(schema, header, payload_len):

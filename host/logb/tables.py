@@ -15,6 +15,22 @@ class FrameType(IntEnum):
     SIGN = 0x50  # reserved: reported by name and skipped
 
 
+# What a frame's stream_id means (SPEC §4.2): a file-scope frame's is ignored
+# (reported when not 0), a stream-scope frame needs one, META is either.
+FILE, STREAM, EITHER = "file", "stream", "either"
+FRAME_SCOPE = {
+    FrameType.SYNC: FILE,
+    FrameType.SCHEMA: STREAM,
+    FrameType.META: EITHER,
+    FrameType.ATTACH: FILE,
+    FrameType.RUN: FILE,
+    FrameType.DATA: STREAM,
+    FrameType.INDEX: FILE,
+    FrameType.END: FILE,
+    FrameType.SIGN: FILE,
+}
+
+
 class Codec(IntEnum):
     none = 0
     zstd = 1

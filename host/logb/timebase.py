@@ -5,6 +5,8 @@ so every conforming reader gives the same nanosecond."""
 import re
 from dataclasses import dataclass
 
+from .errors import MalformedPayloadError
+
 I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
 
 UNIX, ANCHORED, UNDATED = "unix", "anchored", "undated"
@@ -54,16 +56,17 @@ _UNDATED = WallTime(None, UNDATED)
 
 
 def parse_anchor(meta, offset):
-    """An Anchor from a META dict, or raise ValueError saying what is malformed."""
+    """(Anchor, problem or None) from a META dict; MalformedPayloadError says
+    what makes the anchor unusable."""
     def as_i64(key):
         text = meta.get(key)
         if text is None:
-            raise ValueError(f"{key} is missing")
+            raise MalformedPayloadError(f"{key} is missing")
         if not _DECIMAL.fullmatch(text):
-            raise ValueError(f"{key}={text!r} is not a decimal integer")
+            raise MalformedPayloadError(f"{key}={text!r} is not a decimal integer")
         value = int(text)
         if not I64_MIN <= value <= I64_MAX:
-            raise ValueError(f"{key}={text} does not fit i64")
+            raise MalformedPayloadError(f"{key}={text} does not fit i64")
         return value
 
     axis_ns, wall_ns = as_i64("logb.anchor.axis_ns"), as_i64("logb.anchor.wall_ns")
