@@ -2,6 +2,7 @@
 
 from .errors import (
     CorruptFrameError,
+    EncodeError,
     InvalidDataError,
     InvalidSchemaError,
     LogbError,
@@ -16,14 +17,13 @@ from .reader import LogbFile, open
 from .schema import Conversion, Field, Schema
 from .tables import AxisKind, AxisMode, ByteOrder, Codec, ConversionType, DataType, Filter, FrameType
 from .writer import Writer, stream_uuid
+from ._backend import current as backend  # "c" or "python" (see logb._backend)
 
 __version__ = "0.1.0"
-from ._backend import current as backend  # "c" or "python" (see logb._backend)
 
 __all__ = [
     "AxisKind", "AxisMode", "ByteOrder", "Codec", "Conversion", "ConversionType", "CorruptFrameError",
-    "DataType", "Field", "Filter", "FrameType", "InvalidDataError", "InvalidSchemaError", "LogbError",
-    "LogbFile", "MalformedPayloadError", "NotLogbError", "Schema", "UnsupportedCodecError",
-    "UnsupportedFilterError", "UnsupportedVersionError", "Writer", "backend", "detect",
-    "stream_uuid",
+    "DataType", "EncodeError", "Field", "Filter", "FrameType", "InvalidDataError", "InvalidSchemaError",
+    "LogbError", "LogbFile", "MalformedPayloadError", "NotLogbError", "Schema", "UnsupportedCodecError",
+    "UnsupportedFilterError", "UnsupportedVersionError", "Writer", "backend", "detect", "stream_uuid",
 ]
