@@ -20,6 +20,7 @@ cantools = pytest.importorskip("cantools")
 import logb  # noqa: E402
 from logb import ByteOrder, ConversionType, DataType  # noqa: E402
 from logb.can import layout  # noqa: E402
+from logb.errors import UnreadableInputError  # noqa: E402
 from logb.can.config import (  # noqa: E402
     ENTRY, HEADER, MAGIC, config_entries, encode_config, read_config, write_config)
 from logb.can.dbc import (  # noqa: E402
@@ -292,9 +293,9 @@ def test_lbcf_layout_is_exactly_as_specified(tmp_path):
     buf = io.BytesIO()
     write_config(c, buf)
     assert buf.getvalue() == data
-    with pytest.raises(ValueError):
+    with pytest.raises(UnreadableInputError, match="runs past the end"):
         read_config(data[:-1])
-    with pytest.raises(ValueError):
+    with pytest.raises(UnreadableInputError, match="not an LBCF config"):
         read_config(b"LBCG" + data[4:])
 
 

@@ -19,6 +19,7 @@ import os
 import struct
 from dataclasses import dataclass
 
+from ..errors import EncodeError, UnreadableInputError
 from ..schema import Schema
 from . import layout
 from .dbc import KIND_MUX, KIND_RAW, parse_select
@@ -66,11 +67,11 @@ def config_entries(compiled, routing=layout.EXCLUSIVE):
 
 def encode_config(entries):
     if len(entries) > 0xFFFF:
-        raise ValueError(f"{len(entries)} entries do not fit a u16 count")
+        raise EncodeError(f"{len(entries)} entries do not fit a u16 count")
     parts = [HEADER.pack(MAGIC, VERSION, len(entries))]
     for e in entries:
         if e.record_size > 0xFFFF or e.payload_len > 0xFF:
-            raise ValueError(f"entry too large for the config: {e.record_size}-byte records")
+            raise EncodeError(f"entry too large for the config: {e.record_size}-byte records")
         parts.append(ENTRY.pack(e.match_id, e.match_mask, e.kind, e.payload_len, e.record_size,
                                 len(e.schema_bytes)))
         parts.append(e.schema_bytes)
@@ -89,28 +90,28 @@ def write_config(compiled, path_or_file, routing=layout.EXCLUSIVE):
 
 
 def read_config(data):
-    """Parse LBCF bytes (or a path) into a list of ConfigEntry; ValueError if malformed."""
+    """Parse LBCF bytes (or a path) into a list of ConfigEntry; UnreadableInputError if malformed."""
     if isinstance(data, (str, os.PathLike)):
         with open(data, "rb") as fh:
             data = fh.read()
     data = bytes(data)
     if len(data) < HEADER.size:
-        raise ValueError("config shorter than its 8-byte header")
+        raise UnreadableInputError("config shorter than its 8-byte header")
     magic, version, count = HEADER.unpack_from(data, 0)
     if magic != MAGIC:
-        raise ValueError(f"not an LBCF config (magic {magic!r})")
+        raise UnreadableInputError(f"not an LBCF config (magic {magic!r})")
     if version != VERSION:
-        raise ValueError(f"LBCF version {version} is not supported (only {VERSION})")
+        raise UnreadableInputError(f"LBCF version {version} is not supported (only {VERSION})")
     pos, out = HEADER.size, []
     for i in range(count):
         if pos + ENTRY.size > len(data):
-            raise ValueError(f"entry {i} runs past the end")
+            raise UnreadableInputError(f"entry {i} runs past the end")
         match_id, mask, kind, payload_len, record_size, n = ENTRY.unpack_from(data, pos)
         pos += ENTRY.size
         if pos + n > len(data):
-            raise ValueError(f"entry {i}'s schema runs past the end")
+            raise UnreadableInputError(f"entry {i}'s schema runs past the end")
         out.append(ConfigEntry(match_id, mask, kind, payload_len, record_size, data[pos:pos + n]))
         pos += n
     if pos != len(data):
-        raise ValueError(f"{len(data) - pos} bytes after the last entry")
+        raise UnreadableInputError(f"{len(data) - pos} bytes after the last entry")
     return out

@@ -21,6 +21,7 @@ logb.can.bus.bus_frames gives the whole bus either way.
 
 import numpy as np
 
+from ..errors import EncodeError
 from ..schema import Field, Schema
 from ..tables import AxisKind, AxisMode, DataType
 
@@ -89,7 +90,7 @@ def routing_uuid(uuid, routing):
     if routing == MIRROR:
         return uuid
     if routing != EXCLUSIVE:
-        raise ValueError(f"routing must be {MIRROR!r} or {EXCLUSIVE!r}, not {routing!r}")
+        raise EncodeError(f"routing must be {MIRROR!r} or {EXCLUSIVE!r}, not {routing!r}")
     return uuid[:15] + bytes([uuid[15] ^ 1])
 
 
@@ -102,7 +103,7 @@ def raw_bus_schema(uuid, name="can0", fd=False, axis_exp=-6, meta=(), routing=MI
     """Schema of a raw bus stream (classic: 18-byte records, FD: 74-byte). `uuid` is
     used as given (see routing_uuid); `routing` goes into the meta (SPEC §13.4)."""
     if routing not in ROUTINGS:
-        raise ValueError(f"routing must be {MIRROR!r} or {EXCLUSIVE!r}, not {routing!r}")
+        raise EncodeError(f"routing must be {MIRROR!r} or {EXCLUSIVE!r}, not {routing!r}")
     payload = FD_PAYLOAD if fd else CLASSIC_PAYLOAD
     fields = [
         Field("t", T_BIT, 32, DataType.uint, description="ticks since the frame's axis_base"),

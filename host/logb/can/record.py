@@ -13,6 +13,7 @@ in their per-message stream too.
 import numpy as np
 
 from .. import fields as bits
+from ..errors import EncodeError
 from ..tables import Codec
 from . import layout
 from .dbc import EXT_BITS, EXTENDED, CompiledDbc, compile_dbc, raw_stream_uuid
@@ -79,7 +80,7 @@ class CanRecorder:
                 arr[i, : len(r)] = np.frombuffer(r, np.uint8)
         if arr.shape[1] > self.width:
             if arr[:, self.width:].any():
-                raise ValueError(f"payloads longer than {self.width} bytes on a "
+                raise EncodeError(f"payloads longer than {self.width} bytes on a "
                                  f"{'CAN FD' if self.fd else 'classic CAN'} recorder (use fd=True)")
             arr = arr[:, : self.width]
         payload = np.zeros((n, self.width), np.uint8)
@@ -88,7 +89,7 @@ class CanRecorder:
             dlc = np.array([layout.len_to_dlc(int(x)) for x in lengths], np.uint8) if n else np.zeros(0, np.uint8)
         dlc = np.asarray(dlc).astype(np.uint8)
         if not (len(ids) == len(flags) == len(dlc) == len(payload) == n):
-            raise ValueError("t, ids, flags, dlc and data must have one entry per frame")
+            raise EncodeError("t, ids, flags, dlc and data must have one entry per frame")
         # bytes past the frame's data length were never on the wire: zero (SPEC §13.1);
         # a remote frame has no data; an error frame keeps what the interface reported
         length = layout.dlc_lengths(dlc, self.fd)
