@@ -1,2 +1,3 @@
 """CAN bus on Logb: the stream layouts every tool agrees on (layout.py), DBC
-compilation, decoding, and python-can formats in and out."""
+compilation, decoding, and the trace formats in and out (formats/, one module
+per format behind formats.REGISTRY)."""
