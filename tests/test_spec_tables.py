@@ -12,7 +12,7 @@ import handmade as hm
 import logb
 from logb import fields, tables
 from logb.reader import FRAME_RULES
-from logb.records import RECORD_TYPES
+from logb.frames import RECORD_TYPES
 
 SPEC = pathlib.Path(__file__).resolve().parent.parent / "docs" / "SPEC.md"
 

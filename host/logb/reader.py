@@ -22,7 +22,7 @@ from .errors import (
     UnsupportedCodecError,
     UnsupportedFilterError,
 )
-from .records import Attach, DataHeader, End, Index, Meta, Run, Sync, pack_axis
+from .frames import Attach, DataHeader, End, Index, Meta, Run, Sync, pack_axis
 from .scan import Report, check_header, iter_frames
 from .schema import Schema, partial_identity
 from .seal import end_problems, index_problem
@@ -591,7 +591,7 @@ class FrameRule:
 
 
 # The reader's one frame-type table. A new frame type is a row here and its
-# handler above, its payload class in records.py, its id and scope in tables.py.
+# handler above, its payload class in frames.py, its id and scope in tables.py.
 FRAME_RULES = {
     FrameType.SYNC: FrameRule(Sync.decode, LogbFile._sync, in_segment=False, malformed=LogbFile._sync_malformed),
     # SCHEMA payloads repeat every segment: the handler decodes each distinct one once

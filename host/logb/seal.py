@@ -9,7 +9,7 @@ entry against the DATA frame it reaches (entry_problem).
 """
 
 from .framing import FRAME_OVERHEAD
-from .records import END_PAYLOAD_SIZE
+from .frames import END_PAYLOAD_SIZE
 from .tables import AxisMode
 
 END_FRAME_SIZE = FRAME_OVERHEAD + END_PAYLOAD_SIZE  # the last 28 bytes of a sealed file

@@ -13,7 +13,7 @@ from . import codecs, fields
 from .batch import _check_range as check_range, axis_column
 from .errors import EncodeError, InvalidDataError
 from .framing import encode_file_header
-from .records import Attach, Data, DataHeader, End, Index, IndexEntry, Meta, Run, SchemaFrame, Sync, pack_axis
+from .frames import Attach, Data, DataHeader, End, Index, IndexEntry, Meta, Run, SchemaFrame, Sync, pack_axis
 from .schema import Schema
 from .tables import AxisMode, Codec, Filter
 
@@ -256,7 +256,7 @@ class Writer:
         self.close()
 
 
-def _frame_of(frame, stream_id=None):
+def _frame_of(frame, stream_id=0):
     """frame.frame(stream_id), refusing a value its fields cannot hold (struct's
     range errors) as the caller's EncodeError."""
     try:

@@ -1,9 +1,10 @@
-"""One record type per frame type: each knows its payload layout (SPEC §4, §8, §9).
+"""One payload class per frame type: each knows its payload layout (SPEC §4, §8, §9).
 
-`encode()` returns the payload; `decode(payload)` parses one, raising
-MalformedPayloadError for anything short or malformed. Frame types that a
-later minor version may extend (SYNC, SCHEMA, RUN, INDEX, END) ignore trailing
-bytes; the others reject them.
+`encode()` returns the payload and `frame(stream_id)` the whole frame;
+`decode(payload)` parses one, raising MalformedPayloadError for anything short
+or malformed. Frame types that a later minor version may extend (SYNC, SCHEMA,
+RUN, INDEX, END) ignore trailing bytes; the others reject them. ("Records" are
+the rows a DATA frame carries.)
 """
 
 import struct
@@ -46,12 +47,11 @@ def _put_pairs(b, pairs):
 
 
 class _Frame:
-    TYPE = None
-    stream_id = 0
+    TYPE = None  # its tables.FrameType
 
-    def frame(self, stream_id=None):
-        sid = self.stream_id if stream_id is None else stream_id
-        return encode_frame(self.TYPE, self.encode(), sid)
+    def frame(self, stream_id=0):
+        """The whole frame: envelope, this payload, CRC."""
+        return encode_frame(self.TYPE, self.encode(), stream_id)
 
 
 @dataclass(frozen=True)
@@ -253,5 +253,5 @@ class End(_Frame):
         return cls(*struct.unpack_from("<QQ", payload, 0))
 
 
-# The frame-type table: which record type decodes which frame type.
+# Which class parses which frame type (every type but the reserved SIGN).
 RECORD_TYPES = {cls.TYPE: cls for cls in (Sync, SchemaFrame, Meta, Attach, Run, Data, Index, End)}
