@@ -393,20 +393,3 @@ void logb_gather(const uint8_t *base, size_t n, size_t rs, size_t bs, size_t byt
         for (j = 0; j < nbytes; j++)
             out[i * nbytes + j] = base[i * rs + j * bs];
 }
-
-void logb_scatter(uint8_t *base, size_t n, size_t rs, size_t bs, size_t byte0, size_t nbytes, const uint8_t *in)
-{
-    size_t i, j;
-    base += byte0 * bs;
-    if (rs == 1 && bs != 1) {
-        for (j = 0; j < nbytes; j++) {
-            uint8_t *plane = base + j * bs;
-            for (i = 0; i < n; i++)
-                plane[i] = in[i * nbytes + j];
-        }
-        return;
-    }
-    for (i = 0; i < n; i++)
-        for (j = 0; j < nbytes; j++)
-            base[i * rs + j * bs] = in[i * nbytes + j];
-}

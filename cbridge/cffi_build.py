@@ -1,57 +1,55 @@
-"""cffi builder for `logb._cbridge` (out-of-line API mode, hand-written cdef).
+"""cffi builder for `logb._cbridge` (out-of-line API mode).
 
 Used by host/setup.py (`cffi_modules`), so a plain `pip install host` (or
 `pip install -e host`) compiles the kernels into the package; there is no
 separate build step. Run directly (`python cbridge/cffi_build.py`) it builds
 the module into the current directory, for poking at it.
 
-The cdef below is written by hand and must match logb_cbridge.h; the C
-compiler checks every declaration against the real header when the module is
-built, and tests/test_cbridge.py checks that every function the header
-declares is in the cdef.
+The cdef is logb_cbridge.h itself, filtered to what cffi's parser accepts
+(`cdef_from_header`): no comments, no preprocessor lines but the constants,
+whose values cffi takes from the real header when it compiles the module
+(`#define NAME ...`). So the header is the one copy of the API.
 """
 
 import os
 import pathlib
+import re
 import sysconfig
 
 from cffi import FFI
 
 HERE = pathlib.Path(__file__).resolve().parent
+HEADER = "logb_cbridge.h"
 SOURCES = ["crc32c.c", "crc32c_hw.c", "bits.c", "transpose.c", "tails.c"]
 
-CDEF = """
-uint32_t logb_crc32c_sw(uint32_t crc, const uint8_t *p, size_t n);
-uint32_t logb_crc32c_hw(uint32_t crc, const uint8_t *p, size_t n);
-int logb_crc32c_hw_available(void);
-const char *logb_crc32c_hw_name(void);
+_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+_CONSTANT = re.compile(r"#\s*define\s+(\w+)\s+\S")
 
-#define LOGB_KIND_SIZE_MASK 15
-#define LOGB_KIND_SIGNED 16
-#define LOGB_KIND_BOOL 32
-#define LOGB_OK 0
-#define LOGB_EINVAL -1
 
-int logb_extract(const uint8_t *base, size_t n, size_t rs, size_t bs,
-                 uint32_t bit_offset, uint32_t width, int big, int kind,
-                 void *out, size_t ostride);
-int logb_pack(uint8_t *base, size_t n, size_t rs, size_t bs,
-              uint32_t bit_offset, uint32_t width, int big, int kind,
-              const void *in, size_t istride);
-void logb_gather(const uint8_t *base, size_t n, size_t rs, size_t bs,
-                 size_t byte0, size_t nbytes, uint8_t *out);
-void logb_scatter(uint8_t *base, size_t n, size_t rs, size_t bs,
-                  size_t byte0, size_t nbytes, const uint8_t *in);
+def cdef_from_header(text):
+    """The declarations of a C header as a cffi cdef.
 
-void logb_transpose(const uint8_t *src, uint8_t *dst, size_t n, size_t s);
-void logb_untranspose(const uint8_t *src, uint8_t *dst, size_t n, size_t s);
+    Constants (`#define NAME value`) become `#define NAME ...`; every other
+    preprocessor line goes, and so does whatever sits inside an
+    `#ifdef __cplusplus` block (the `extern "C"` braces)."""
+    out, skipping = [], []  # one entry per open #if: is it a __cplusplus block?
+    for line in _COMMENT.sub("", text).splitlines():
+        directive = line.strip()
+        if directive.startswith("#"):
+            word = (directive[1:].split() or [""])[0]
+            if word in ("if", "ifdef", "ifndef"):
+                skipping.append("__cplusplus" in directive)
+            elif word == "endif":
+                skipping.pop()
+            elif not any(skipping) and _CONSTANT.match(directive):
+                out.append(f"#define {_CONSTANT.match(directive).group(1)} ...")
+            continue
+        if not any(skipping) and directive:
+            out.append(line)
+    return "\n".join(out) + "\n"
 
-#define LOGB_TAIL_PREFIX 1
-#define LOGB_TAIL_PAST_END 2
-#define LOGB_TAIL_LEFTOVER 3
-int logb_walk_tails(const uint8_t *data, size_t len, size_t pos, size_t n, size_t v,
-                    uint64_t *offs, uint32_t *lens, size_t *end);
-"""
+
+CDEF = cdef_from_header((HERE / HEADER).read_text())
 
 
 def _compile_args():
@@ -71,11 +69,11 @@ ffibuilder = FFI()
 ffibuilder.cdef(CDEF)
 ffibuilder.set_source(
     "logb._cbridge",
-    '#include "logb_cbridge.h"',
+    f'#include "{HEADER}"',
     sources=[_rel(s) for s in SOURCES],
     include_dirs=[_rel(".")],
     extra_compile_args=_compile_args(),
-    depends=[_rel("logb_cbridge.h"), _rel("crc32c_tables.h")],
+    depends=[_rel(HEADER), _rel("crc32c_tables.h")],
 )
 
 if __name__ == "__main__":

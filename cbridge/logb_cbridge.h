@@ -71,11 +71,9 @@ int logb_pack(uint8_t *base, size_t n, size_t rs, size_t bs,
               const void *in, size_t istride);
 
 /* Fixed bytes/string fields (never byte-swapped): out[i*nbytes + j] =
- * byte (byte0 + j) of record i; logb_scatter stores the other way. */
+ * byte (byte0 + j) of record i. */
 void logb_gather(const uint8_t *base, size_t n, size_t rs, size_t bs,
                  size_t byte0, size_t nbytes, uint8_t *out);
-void logb_scatter(uint8_t *base, size_t n, size_t rs, size_t bs,
-                  size_t byte0, size_t nbytes, const uint8_t *in);
 
 /* ------------------------------------------------------------------ transpose
  * dst[j*n + i] = src[i*s + j] (N x S records -> S rows of N bytes) and back.

@@ -23,7 +23,8 @@ from logb import ByteOrder, DataType, Field, _backend
 from logb import batch as batchmod
 from logb import codecs, fields
 from logb.crc import crc32c, crc32c_pure, crc32c_range
-from logb.errors import InvalidDataError
+from logb._kernels import Kernels
+from logb.errors import InvalidDataError, LogbError
 
 from test_bits import ALL_ROWS, ref_get, ref_signed
 from test_crc import VECTORS
@@ -81,7 +82,7 @@ def test_default_backend_is_c_unless_python_is_forced():
 def test_use_switches_logb_backend(C):
     before = _backend.current
     with _backend.using("python"):
-        assert logb.backend == "python" and _backend.active is None
+        assert logb.backend == "python" and _backend.active is _backend.PY
         with _backend.using("c"):
             assert logb.backend == "c" and _backend.active is C
         assert logb.backend == "python"
@@ -136,6 +137,104 @@ def test_crc_can_be_forced_to_software(C):
         assert r.stdout.strip() == C.hw_name
     with pytest.raises(ValueError):
         C.set_crc("fast")
+
+
+# A small file that reaches every kernel: CRCs, a transposed frame (packed,
+# transposed, then read), every field kind and variable-length tails; each
+# public kernel of both backend objects counts its calls.
+_EXERCISE = """
+import json, sys
+import numpy as np
+import logb
+from logb import _backend, AxisKind, AxisMode, ByteOrder, DataType, Field, Schema
+
+KERNELS = ("crc32c", "crc32c_range", "extract", "pack", "gather", "transpose", "untranspose", "walk_tails")
+calls = {}
+for k in filter(None, (_backend.PY, _backend.C)):
+    for name in KERNELS:
+        def counted(*a, _fn=getattr(k, name), _key=f"{k.name}.{name}", **kw):
+            calls[_key] = calls.get(_key, 0) + 1
+            return _fn(*a, **kw)
+        setattr(k, name, counted)
+
+schema = Schema(uuid=bytes(16), name="s", record_bits=8 * 14, axis_kind=AxisKind.index,
+                axis_mode=AxisMode.implicit, axis_step=1,
+                fields=(Field("u", 0, 12, DataType.uint), Field("i", 12, 20, DataType.sint, ByteOrder.big),
+                        Field("f", 32, 32, DataType.float), Field("b", 64, 1, DataType.bool),
+                        Field("p", 72, 40, DataType.bytes), Field("t", 0, 0, DataType.string, flags=1)))
+path = sys.argv[1]
+with logb.Writer(path, time_base="relative", session="s", wall_clock=lambda: 0, monotonic=lambda: 0.0) as w:
+    s = w.add_stream(schema, transpose=True)
+    n = 50
+    s.write_batch({"u": np.arange(n) % 4096, "i": -np.arange(n), "f": np.linspace(0, 1, n, dtype=np.float32),
+                   "b": np.arange(n) % 2 == 0, "p": np.zeros((n, 5), np.uint8), "t": ["x" * (i % 3) for i in range(n)]})
+with logb.LogbFile(path) as f:
+    cols = f.stream("s").columns()
+    assert f.report.clean and cols.raw["i"].tolist() == (-np.arange(n)).tolist()
+with open(path, "rb") as f:
+    logb.codecs.untranspose(f.read(), 3, 4)
+print(json.dumps({"backend": logb.backend, "active": _backend.active.name, "crc": _backend.active.crc_impl,
+                  "cffi_imported": "logb._cbridge" in sys.modules, "calls": calls}))
+"""
+
+
+def _exercise(tmp_path, **env):
+    import json
+
+    path = tmp_path / "f.logb"
+    full = {k: v for k, v in os.environ.items() if k not in ("LOGB_BACKEND", "LOGB_CRC")}
+    full.update(env)
+    r = subprocess.run([sys.executable, "-c", _EXERCISE, str(path)], capture_output=True, text=True, env=full,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+_KERNELS = ("crc32c", "crc32c_range", "extract", "pack", "gather", "transpose", "untranspose", "walk_tails")
+
+
+def test_forced_python_backend_never_loads_or_calls_c(tmp_path):
+    got = _exercise(tmp_path, LOGB_BACKEND="python")
+    assert got["backend"] == got["active"] == "python"
+    assert not got["cffi_imported"]  # the C extension was not even imported
+    assert got["crc"] in ("crcmod", "pure")
+    assert {k for k, v in got["calls"].items() if v} == {f"python.{k}" for k in _KERNELS}
+
+
+def test_forced_c_backend_runs_every_kernel_in_c(C, tmp_path):
+    got = _exercise(tmp_path, LOGB_BACKEND="c")
+    assert got["backend"] == got["active"] == "c" and got["cffi_imported"]
+    # every kernel ran in C, and not one in Python (untranspose only as called
+    # directly: the C reader reads a transposed frame in place)
+    assert {k for k, v in got["calls"].items() if v} == {f"c.{k}" for k in _KERNELS}
+
+
+@pytest.mark.parametrize("mode", ["sw", "hw"])
+def test_forced_crc_mode_is_the_one_that_runs(C, tmp_path, mode):
+    if mode == "hw" and not C.hw_available:
+        pytest.skip(f"this CPU has no CRC-32C instruction the build targets ({C.hw_name or 'none compiled'})")
+    got = _exercise(tmp_path, LOGB_BACKEND="c", LOGB_CRC=mode)
+    assert got["crc"] == ("slice-by-8" if mode == "sw" else C.hw_name)
+    r = _run_python("from logb import _backend; k = _backend.active\n"
+                    "print(k._crc == k.lib.logb_crc32c_" + mode + ")", LOGB_CRC=mode)
+    assert r.stdout.strip() == "True", r.stderr
+
+
+def test_forcing_hw_crc_without_the_instruction_is_an_error(C, monkeypatch):
+    monkeypatch.setattr(C, "hw_available", False)
+    with pytest.raises(_backend.BackendUnavailable) as exc:
+        C.set_crc("hw")
+    assert isinstance(exc.value, LogbError) and isinstance(exc.value, ImportError)
+
+
+def test_each_backend_writes_each_kernel_once_and_shares_the_checks(C):
+    for k in (C, _backend.PY):
+        assert isinstance(k, Kernels) and k.name in _backend.NAMES and k.crc_impl
+        for name in ("crc32c", "crc32c_range", "transpose", "untranspose", "walk_tails",
+                     "_extract", "_pack", "_gather"):
+            assert name in type(k).__dict__, (k.name, name)
+        for name in ("records", "extract", "pack", "gather"):  # the checked entry points
+            assert getattr(type(k), name) is getattr(Kernels, name), (k.name, name)
 
 
 # ---------------------------------------------------------------- CRC-32C

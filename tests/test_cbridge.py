@@ -78,15 +78,47 @@ def test_tables_are_what_the_generator_writes():
     assert (CB / "crc32c_tables.h").read_text() == gen.render(), "run python cbridge/gen_tables.py"
 
 
-def test_cdef_declares_what_the_header_declares():
+_FUNCTION = re.compile(r"\b(logb_\w+)\s*\(")
+_DEFINE = re.compile(r"#define\s+(LOGB_\w+)\s+\(?(-?\w+)\)?")
+
+
+def test_cdef_is_the_header():
+    """The generated cdef declares every function and constant the header does, and nothing else."""
     header = (CB / "logb_cbridge.h").read_text()
     cdef = _load("cffi_build", CB / "cffi_build.py").CDEF
-    fn = re.compile(r"\b(logb_\w+)\s*\(")
-    assert set(fn.findall(header)) == set(fn.findall(cdef))
-    define = re.compile(r"#define\s+(LOGB_\w+)\s+\(?(-?\w+)\)?")
-    consts = dict(define.findall(header))
-    for name, value in define.findall(cdef):
-        assert int(consts[name], 0) == int(value, 0), name
+    assert set(_FUNCTION.findall(header)) == set(_FUNCTION.findall(cdef))
+    assert set(re.findall(r"#define (LOGB_\w+) \.\.\.", cdef)) == set(dict(_DEFINE.findall(header)))
+    assert "extern" not in cdef and "/*" not in cdef and "#include" not in cdef
+
+
+def test_cdef_filter_keeps_declarations_and_drops_the_rest():
+    build = _load("cffi_build", CB / "cffi_build.py")
+    cdef = build.cdef_from_header(
+        "/* a\n * comment */\n#ifndef G\n#define G\n#include <stdint.h>\n#ifdef __cplusplus\n"
+        'extern "C" {\n#endif\n#define X_MAX (-1) /* why */\nint f(int a, // the a\n      int b);\n'
+        "#ifdef __cplusplus\n}\n#endif\n#endif\n")
+    assert cdef.split("\n") == ["#define X_MAX ...", "int f(int a, ", "      int b);", ""]
+
+
+def test_built_module_has_the_header_api_and_values():
+    c = _backend.load_c()
+    if c is None:
+        pytest.skip(f"the C backend is not built: {_backend.load_error}")
+    header = (CB / "logb_cbridge.h").read_text()
+    for name in _FUNCTION.findall(header):
+        assert callable(getattr(c.lib, name)), name
+    for name, value in _DEFINE.findall(header):
+        assert getattr(c.lib, name) == int(value, 0), name
+
+
+def test_kernel_vocabulary_is_the_headers():
+    """The constants the Python side of every backend uses are cbridge's."""
+    from logb import _kernels
+
+    header = dict(_DEFINE.findall((CB / "logb_cbridge.h").read_text()))
+    for name in ("KIND_SIZE_MASK", "KIND_SIGNED", "KIND_BOOL", "TAIL_PREFIX", "TAIL_PAST_END", "TAIL_LEFTOVER"):
+        assert getattr(_kernels, name) == int(header["LOGB_" + name], 0), name
+    assert _kernels.TAIL_OK == int(header["LOGB_OK"], 0)
 
 
 @pytest.mark.parametrize("name", PORTABLE + HEADERS)

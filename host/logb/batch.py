@@ -1,16 +1,15 @@
 """Decode one DATA frame's records against its schema into columns (SPEC §5, §6.4, §8)."""
 
-import struct
 from dataclasses import dataclass
 
 import numpy as np
 
 from . import _backend, codecs, fields
+from ._kernels import TAIL_LEFTOVER, TAIL_PAST_END, TAIL_PREFIX
 from .errors import InvalidDataError
 from .tables import AxisMode, DataType, Filter
 
 I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
-_U32 = struct.Struct("<I")
 
 
 @dataclass
@@ -23,17 +22,13 @@ class Batch:
     axis: np.ndarray
 
 
-def records_region(schema, header, stored):
-    """Decoded records region (fixed portions untransposed, then tails)."""
-    return _region(schema, header, stored, planar_ok=False)[0]
-
-
-def _region(schema, header, stored, planar_ok=True):
+def _region(schema, header, stored):
     """(decoded records region, its fixed records as an (N, S) uint8 array).
 
-    With the C backend a transposed frame is not untransposed: the fixed
-    records are the strided view `.T` of its S rows of N bytes, which the C
-    field kernels read directly (the tails follow the fixed region either way)."""
+    When the backend's field kernels read planar rows in place (the C
+    backend's do), a transposed frame is not untransposed: the fixed records
+    are the strided view `.T` of its S rows of N bytes (the tails follow the
+    fixed region either way)."""
     codecs.check_filter(header.filter)
     n, size = header.record_count, schema.record_size
     fixed_bytes = n * size
@@ -43,7 +38,7 @@ def _region(schema, header, stored, planar_ok=True):
             f"raw_size {header.raw_size} does not fit {n} records of {size} bytes")
     data = codecs.decompress(stored, header.codec, header.raw_size)
     if header.filter == Filter.transpose:
-        if planar_ok and _backend.active is not None:
+        if _backend.active.reads_planar:
             return data, np.frombuffer(data, np.uint8, fixed_bytes).reshape(size, n).T
         data = codecs.untranspose(data[:fixed_bytes], n, size) + bytes(data[fixed_bytes:])
     return data, np.frombuffer(data, np.uint8, fixed_bytes).reshape(n, size)
@@ -79,53 +74,24 @@ def decode_batch(schema, header, stored, only=None, out=None):
 
 def _walk_tails(schema, data, pos, n):
     var = schema.variable_fields
-    k = _backend.active
-    if k is not None:
-        chunks = _walk_tails_c(k, var, data, pos, n)
-    else:
-        chunks = _walk_tails_py(var, data, pos, n)
-    out = {}
-    for f in var:
-        if f.data_type == DataType.string:
-            out[f.name] = fields.decode_strings(chunks[f.name])
-        else:
-            col = np.empty(n, object)
-            col[:] = chunks[f.name]
-            out[f.name] = col
-    return out
-
-
-def _walk_tails_c(k, var, data, pos, n):
     v = len(var)
-    rc, reached, offs, lens = k.walk_tails(data, pos, n, v)
-    if rc == 1:
+    code, reached, starts, ends = _backend.active.walk_tails(data, pos, n, v)
+    if code == TAIL_PREFIX:
         raise InvalidDataError("tail region ends inside a length prefix")
-    if rc == 2:
+    if code == TAIL_PAST_END:
         raise InvalidDataError("tail runs past raw_size")
-    if rc == 3:
+    if code == TAIL_LEFTOVER:
         raise InvalidDataError(f"{len(data) - reached} bytes left over after the tails")
     raw = data if isinstance(data, bytes) else bytes(data)
-    starts, ends = offs.tolist(), (offs + lens).tolist()
-    return {f.name: [raw[s:e] for s, e in zip(starts[j::v], ends[j::v])] for j, f in enumerate(var)}
-
-
-def _walk_tails_py(var, data, pos, n):
-    chunks = {f.name: [] for f in var}
-    end = len(data)
-    mv = memoryview(data)
-    for _ in range(n):
-        for f in var:
-            if pos + 4 > end:
-                raise InvalidDataError("tail region ends inside a length prefix")
-            (length,) = _U32.unpack_from(mv, pos)
-            pos += 4
-            if pos + length > end:
-                raise InvalidDataError("tail runs past raw_size")
-            chunks[f.name].append(bytes(mv[pos : pos + length]))
-            pos += length
-    if pos != end:
-        raise InvalidDataError(f"{end - pos} bytes left over after the tails")
-    return chunks
+    out = {}
+    for j, f in enumerate(var):
+        chunks = [raw[s:e] for s, e in zip(starts[j::v], ends[j::v])]
+        if f.data_type == DataType.string:
+            out[f.name] = fields.decode_strings(chunks)
+        else:
+            out[f.name] = np.empty(n, object)
+            out[f.name][:] = chunks
+    return out
 
 
 def axis_column(schema, header, fixed, out=None, axis_raw=None):

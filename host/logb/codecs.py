@@ -8,8 +8,6 @@ after its end.
 import threading
 import zlib
 
-import numpy as np
-
 from . import _backend
 from .errors import InvalidDataError, UnsupportedCodecError, UnsupportedFilterError
 from .tables import Codec, Filter
@@ -136,16 +134,10 @@ def transpose(fixed, count, size):
     """Row-major N×S records → S rows of N bytes."""
     if not count or not size:
         return bytes(fixed)
-    k = _backend.active
-    if k is not None:
-        return k.transpose(fixed, count, size)
-    return np.frombuffer(fixed, np.uint8, count * size).reshape(count, size).T.tobytes()
+    return _backend.active.transpose(fixed, count, size)
 
 
 def untranspose(stored, count, size):
     if not count or not size:
         return bytes(stored[: count * size])
-    k = _backend.active
-    if k is not None:
-        return k.untranspose(stored, count, size)
-    return np.frombuffer(stored, np.uint8, count * size).reshape(size, count).T.tobytes()
+    return _backend.active.untranspose(stored, count, size)

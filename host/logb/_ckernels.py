@@ -1,0 +1,96 @@
+"""The C backend: every kernel of logb._kernels as a call into cbridge
+(`logb._cbridge`, built by cffi from cbridge/). `Kernels` has checked every
+argument first, so no Python input can make C read or write outside its
+buffers; what is left here is handing C the pointers and strides."""
+
+from ._kernels import BackendUnavailable, Kernels, check_range, check_size
+
+CRC_ENV = "LOGB_CRC"
+CRC_MODES = ("auto", "hw", "sw")
+
+
+class CKernels(Kernels):
+    name = "c"
+    reads_planar = True  # bits.c reads either record layout through its strides
+
+    def __init__(self, ffi, lib, crc_mode="auto"):
+        import numpy
+
+        self.ffi, self.lib, self._np = ffi, lib, numpy
+        # cpuid can trap in a VM: asked once, here
+        self.hw_name = ffi.string(lib.logb_crc32c_hw_name()).decode()
+        self.hw_available = bool(lib.logb_crc32c_hw_available())
+        self.set_crc(crc_mode)
+
+    # ---------------------------------------------------------------- CRC-32C
+    def set_crc(self, mode):
+        """'auto' (hardware when the CPU has it), 'hw' (required) or 'sw' (slice-by-8)."""
+        mode = (mode or "auto").lower()
+        if mode not in CRC_MODES:
+            raise ValueError(f"{CRC_ENV}={mode!r}: expected auto, hw or sw")
+        if mode == "hw" and not self.hw_available:
+            raise BackendUnavailable("no CRC-32C instruction on this CPU (or not compiled in)")
+        if mode != "sw" and self.hw_available:
+            self._crc, self.crc_impl = self.lib.logb_crc32c_hw, self.hw_name
+        else:
+            self._crc, self.crc_impl = self.lib.logb_crc32c_sw, "slice-by-8"
+        self.crc_mode = mode
+
+    def crc32c(self, data, crc=0):
+        with self.ffi.from_buffer("uint8_t[]", data) as p:
+            return self._crc(crc, p, len(p))
+
+    def crc32c_range(self, buf, start, end):
+        with self.ffi.from_buffer("uint8_t[]", buf) as p:
+            check_range(start, end, len(p))
+            return self._crc(0, p + start, end - start)
+
+    # ---------------------------------------------------------------- fields
+    def _ptr(self, a, offset=0, ctype="uint8_t *"):
+        # (the address stays valid while the caller holds `a`)
+        return self.ffi.cast(ctype, a.__array_interface__["data"][0] + offset)
+
+    def _extract(self, records, offset, width, big, kind, out, out_offset):
+        rs, bs = records.strides
+        rc = self.lib.logb_extract(self._ptr(records), records.shape[0], rs, bs, offset, width, 1 if big else 0,
+                                   kind, self._ptr(out, out_offset), out.strides[0])
+        if rc:
+            raise ValueError(f"logb_extract: invalid field (bit {offset}, {width} bits, kind {kind:#x})")
+
+    def _pack(self, records, offset, width, big, kind, values, in_offset):
+        rs, bs = records.strides
+        rc = self.lib.logb_pack(self._ptr(records), records.shape[0], rs, bs, offset, width, 1 if big else 0,
+                                kind, self._ptr(values, in_offset), values.strides[0])
+        if rc:
+            raise ValueError(f"logb_pack: invalid field (bit {offset}, {width} bits, kind {kind:#x})")
+
+    def _gather(self, records, byte0, nbytes, out):
+        rs, bs = records.strides
+        self.lib.logb_gather(self._ptr(records), records.shape[0], rs, bs, byte0, nbytes, self._ptr(out))
+
+    # ---------------------------------------------------------------- transpose
+    def _transposed(self, fn, data, count, size):
+        out = self._np.empty(count * size, self._np.uint8)
+        with self.ffi.from_buffer("uint8_t[]", data) as src:
+            check_size(len(src), count, size)
+            fn(src, self._ptr(out), count, size)
+        return out.tobytes()
+
+    def transpose(self, data, count, size):
+        return self._transposed(self.lib.logb_transpose, data, count, size)
+
+    def untranspose(self, data, count, size):
+        return self._transposed(self.lib.logb_untranspose, data, count, size)
+
+    # ---------------------------------------------------------------- tails
+    def walk_tails(self, data, pos, n, v):
+        np = self._np
+        offs = np.empty(n * v, np.uint64)
+        lens = np.empty(n * v, np.uint32)
+        end = self.ffi.new("size_t *")
+        with self.ffi.from_buffer("uint8_t[]", data) as p:
+            rc = self.lib.logb_walk_tails(p, len(p), pos, n, v, self._ptr(offs, 0, "uint64_t *"),
+                                          self._ptr(lens, 0, "uint32_t *"), end)
+        if rc:
+            return rc, end[0], [], []
+        return rc, end[0], offs.tolist(), (offs + lens).tolist()

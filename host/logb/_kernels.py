@@ -1,0 +1,147 @@
+"""The kernel API: what a backend (logb._backend) is.
+
+A backend is one object (the python-zstandard shape): `_pykernels.PyKernels`,
+numpy and crcmod, the reference; or `_ckernels.CKernels`, cbridge's C through
+cffi. Call sites (crc.py, fields.py, codecs.py, batch.py) call
+`_backend.active.<kernel>(...)` and never ask which one it is.
+
+`Kernels` holds what both share: the checks on every argument (so no input
+can make a kernel read or write outside its buffers, and both backends reject
+the same calls) and the numpy shaping. A backend supplies the
+underscore-prefixed kernels, which may assume checked arguments and n > 0,
+and these, each checking its own buffer as it takes hold of it:
+
+- `crc32c(data, crc=0)`: CRC-32C of a bytes-like object, continuing from `crc`;
+- `crc32c_range(buf, start, end)`: the same of buf[start:end], not copied;
+- `transpose(data, count, size)` / `untranspose(...)`: SPEC §8.2, as bytes;
+- `walk_tails(data, pos, n, v)`: (code, position reached, starts, ends) of
+  the tail region at data[pos] (SPEC §6.4); value f of record r is
+  data[starts[r*v + f]:ends[r*v + f]]. The code is TAIL_OK or the first
+  error, whose starts and ends are empty.
+
+The field kernels' `kind` and the tail walk's codes are logb_cbridge.h's
+(tests/test_cbridge.py checks the values against the built module).
+"""
+
+import numpy as np
+
+from .errors import LogbError
+
+KIND_SIZE_MASK = 0x0F  # element size in bytes: 1, 2, 4 or 8
+KIND_SIGNED = 0x10  # extract: sign-extend from the field width; pack: the element is signed
+KIND_BOOL = 0x20  # extract: store (value != 0) in a 1-byte element
+
+TAIL_OK = 0
+TAIL_PREFIX = 1  # the region ends inside a length prefix
+TAIL_PAST_END = 2  # a value runs past the end
+TAIL_LEFTOVER = 3  # bytes left over after the last tail
+
+
+class BackendUnavailable(LogbError, ImportError):
+    """A backend (or a CRC mode of one) was asked for but cannot be had."""
+
+
+def field_window(offset, width, big):
+    """First byte, byte count and right shift of a field's byte window (SPEC §6.2)."""
+    last = offset + width - 1
+    first_byte, last_byte = offset // 8, last // 8
+    shift = 7 - last % 8 if big else offset % 8
+    return first_byte, last_byte - first_byte + 1, shift
+
+
+def check_range(start, end, size):
+    if not 0 <= start <= end <= size:
+        raise ValueError(f"CRC range [{start}, {end}) outside a buffer of {size} bytes")
+
+
+def check_size(have, count, size):
+    if have < count * size:
+        raise ValueError(f"{have} bytes, {count} records of {size} need {count * size}")
+
+
+class Kernels:
+    """The checked entry points shared by every backend.
+
+    Subclasses set `name` ("c" or "python"), `crc_impl` (what computes the
+    CRC) and `reads_planar` (True when the field kernels read a transposed
+    frame's rows in place, through the strided (N, S) view `.T`, so the
+    reader need not untranspose)."""
+
+    name = crc_impl = None
+    reads_planar = False
+
+    # ---------------------------------------------------------------- fields
+    @staticmethod
+    def records(records, writable=False):
+        """`records` as an (N, S) uint8 array of non-negative strides."""
+        if not isinstance(records, np.ndarray) or records.dtype != np.uint8 or records.ndim != 2:
+            raise TypeError("records must be a 2-D uint8 numpy array")
+        if writable and not records.flags.writeable:
+            raise ValueError("assignment destination is read-only")
+        if records.size and min(records.strides) < 0:
+            if writable:
+                raise ValueError("records with negative strides cannot be written in place")
+            records = np.ascontiguousarray(records)
+        return records
+
+    @staticmethod
+    def _check_field(records, offset, width, kind, extracting):
+        if offset < 0 or width < 1 or width > 64 or offset + width > 8 * records.shape[1]:
+            raise ValueError(f"field at bit {offset}, {width} bits, does not fit a "
+                             f"{records.shape[1]}-byte record")
+        # the rules of bits.c's check_kind
+        size = kind & KIND_SIZE_MASK
+        valid = size in (1, 2, 4, 8) and not kind & ~(KIND_SIZE_MASK | KIND_SIGNED | KIND_BOOL)
+        if kind & KIND_BOOL:
+            valid = valid and extracting and size == 1 and not kind & KIND_SIGNED
+        elif extracting:
+            valid = valid and width <= 8 * size  # the element must hold every value
+        if not valid:
+            raise ValueError(f"invalid field (bit {offset}, {width} bits, kind {kind:#x})")
+
+    @staticmethod
+    def _check_items(arr, n, offset, kind, what):
+        if arr.ndim != 1 or arr.shape[0] != n or arr.strides[0] < 0:
+            raise ValueError(f"{what} must be a 1-D array of one item per record")
+        if offset < 0 or offset + (kind & KIND_SIZE_MASK) > arr.itemsize:
+            raise ValueError(f"element does not fit the {what} item")
+
+    def extract(self, records, offset, width, big, kind, out, out_offset=0):
+        """Extract one field of every record into `out` (1-D, one item per
+        record): an element of `kind` at byte `out_offset` of each item.
+        Returns `out`."""
+        records = self.records(records)
+        self._check_field(records, offset, width, kind, extracting=True)
+        n = records.shape[0]
+        self._check_items(out, n, out_offset, kind, "out")
+        if not out.flags.writeable:
+            raise ValueError("out is read-only")
+        if n:
+            self._extract(records, offset, width, big, kind, out, out_offset)
+        return out
+
+    def pack(self, records, offset, width, big, kind, values, in_offset=0):
+        """Store `values` (1-D, one item per record; element `kind` at byte
+        `in_offset` of each item) into one field of every record, masked to
+        the field width; the record's other bits are kept."""
+        records = self.records(records, writable=True)
+        self._check_field(records, offset, width, kind, extracting=False)
+        n = records.shape[0]
+        self._check_items(values, n, in_offset, kind, "values")
+        if n:
+            self._pack(records, offset, width, big, kind, values, in_offset)
+
+    def gather(self, records, byte0, nbytes, out=None):
+        """(N, nbytes) uint8 copy of bytes [byte0, byte0 + nbytes) of every record."""
+        records = self.records(records)
+        n = records.shape[0]
+        if byte0 < 0 or nbytes < 0 or byte0 + nbytes > records.shape[1]:
+            raise ValueError("byte range outside the record")
+        if out is None:
+            out = np.empty((n, nbytes), np.uint8)
+        elif out.shape != (n, nbytes) or out.dtype != np.uint8 or not out.flags.c_contiguous \
+                or not out.flags.writeable:
+            raise ValueError(f"out must be a writable C-contiguous ({n}, {nbytes}) uint8 array")
+        if n and nbytes:
+            self._gather(records, byte0, nbytes, out)
+        return out

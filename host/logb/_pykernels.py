@@ -1,0 +1,175 @@
+"""The pure-Python backend: every kernel of logb._kernels in numpy (and
+crcmod's compiled CRC engine). It is the reference the C kernels are tested
+against, and what runs where the C extension cannot be built.
+
+`crc32c_pure` is the dependency-free table CRC that documents the algorithm;
+the backend uses it only when crcmod is not installed.
+"""
+
+import struct
+
+import numpy as np
+
+from ._kernels import (KIND_BOOL, KIND_SIGNED, KIND_SIZE_MASK, TAIL_LEFTOVER, TAIL_OK, TAIL_PAST_END,
+                       TAIL_PREFIX, Kernels, check_range, check_size, field_window)
+
+_POLY = 0x82F63B78  # CRC-32C (Castagnoli), reflected
+_U64 = np.uint64
+_U32 = struct.Struct("<I")
+
+
+def _make_table():
+    table = []
+    for byte in range(256):
+        crc = byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ (_POLY if crc & 1 else 0)
+        table.append(crc)
+    return tuple(table)
+
+
+_TABLE = _make_table()
+
+
+def crc32c_pure(data, crc=0):
+    """CRC-32C of `data`, continuing from a previous result `crc`."""
+    crc ^= 0xFFFFFFFF
+    table = _TABLE
+    for byte in bytes(data):
+        crc = table[(crc ^ byte) & 0xFF] ^ (crc >> 8)
+    return crc ^ 0xFFFFFFFF
+
+
+def _crcmod_engine():
+    try:
+        import crcmod.predefined
+    except ImportError:
+        return None
+    return crcmod.predefined.mkPredefinedCrcFun("crc-32c")
+
+
+_INTS = {(size, signed): np.dtype(f"{'i' if signed else 'u'}{size}") for size in (1, 2, 4, 8)
+         for signed in (False, True)}
+
+
+def _element(arr, offset, size, signed=False):
+    """View of the `size`-byte integer at byte `offset` of each item of a 1-D array."""
+    code = _INTS[size, signed]
+    if offset == 0 and size == arr.itemsize:
+        return arr if arr.dtype == code else arr.view(code)
+    return arr.view(np.dtype({"names": ["e"], "formats": [code], "offsets": [offset],
+                              "itemsize": arr.itemsize}))["e"]
+
+
+def _uint64(records, offset, width, big):
+    """uint64 column of one field of an (N, S) uint8 array (N > 0)."""
+    b0, k, shift = field_window(offset, width, big)
+    order = ">" if big else "<"
+    if k <= 8:
+        tmp = np.zeros((records.shape[0], 8), np.uint8)
+        if big:
+            tmp[:, 8 - k :] = records[:, b0 : b0 + k]
+        else:
+            tmp[:, :k] = records[:, b0 : b0 + k]
+        v = tmp.view(f"{order}u8")[:, 0].astype(_U64)
+        v >>= _U64(shift)
+    else:  # a 58..64-bit field spread over 9 bytes
+        tmp = np.ascontiguousarray(records[:, b0 : b0 + 8])
+        head = tmp.view(f"{order}u8")[:, 0].astype(_U64)
+        extra = records[:, b0 + 8].astype(_U64)
+        if big:
+            v = (head << _U64(8 - shift)) | (extra >> _U64(shift))
+        else:
+            v = (head >> _U64(shift)) | (extra << _U64(64 - shift))
+    if width < 64:
+        v &= _U64((1 << width) - 1)
+    return v
+
+
+_CRCMOD = _crcmod_engine()
+
+
+class PyKernels(Kernels):
+    name = "python"
+    reads_planar = False  # numpy reads contiguous rows faster than it untransposes
+    crc_impl = "crcmod" if _CRCMOD else "pure"
+
+    # ---------------------------------------------------------------- CRC-32C
+    # the engine itself, not a method around it: one call less on every frame
+    crc32c = staticmethod(_CRCMOD or crc32c_pure)
+
+    def crc32c_range(self, buf, start, end):
+        with memoryview(buf) as mv:
+            check_range(start, end, mv.nbytes)
+            return self.crc32c(mv[start:end], 0)
+
+    # ---------------------------------------------------------------- fields
+    def _extract(self, records, offset, width, big, kind, out, out_offset):
+        dest = _element(out, out_offset, kind & KIND_SIZE_MASK)
+        b0, k, shift = field_window(offset, width, big)
+        if shift == 0 and k in (1, 2, 4, 8) and width == 8 * k and records.flags.c_contiguous:
+            # a whole, aligned window: read it in place as a k-byte integer
+            order = ">" if big else "<"
+            sign = "i" if kind & KIND_SIGNED else "u"
+            col = np.ndarray((records.shape[0],), f"{order}{sign}{k}", records.data, b0, (records.shape[1],))
+            dest[...] = col != 0 if kind & KIND_BOOL else col
+            return
+        v = _uint64(records, offset, width, big)
+        if kind & KIND_BOOL:
+            v = v != 0
+        elif kind & KIND_SIGNED and width < 64:
+            sign = _U64(1 << (width - 1))
+            v ^= sign
+            v -= sign  # the two's complement bits of the sign-extended value
+        dest[...] = v
+
+    def _pack(self, records, offset, width, big, kind, values, in_offset):
+        src = _element(values, in_offset, kind & KIND_SIZE_MASK, signed=bool(kind & KIND_SIGNED))
+        v = src.astype(_U64)  # a signed element is sign-extended first
+        if width < 64:
+            v &= _U64((1 << width) - 1)
+        for j in range(offset // 8, (offset + width - 1) // 8 + 1):
+            lo = max(0, 8 * j - offset)
+            hi = min(width - 1, 8 * j + 7 - offset)
+            nbits = hi - lo + 1
+            if big:
+                part = v >> _U64(width - 1 - hi)
+                pos = 7 - (offset + hi - 8 * j)
+            else:
+                part = v >> _U64(lo)
+                pos = offset + lo - 8 * j
+            part = (part & _U64((1 << nbits) - 1)).astype(np.uint8) << np.uint8(pos)
+            keep = np.uint8(0xFF ^ (((1 << nbits) - 1) << pos))
+            records[:, j] = (records[:, j] & keep) | part
+
+    def _gather(self, records, byte0, nbytes, out):
+        out[...] = records[:, byte0 : byte0 + nbytes]
+
+    # ---------------------------------------------------------------- transpose
+    def transpose(self, data, count, size):
+        with memoryview(data) as mv:
+            check_size(mv.nbytes, count, size)
+            return np.frombuffer(mv, np.uint8, count * size).reshape(count, size).T.tobytes()
+
+    def untranspose(self, data, count, size):
+        with memoryview(data) as mv:
+            check_size(mv.nbytes, count, size)
+            return np.frombuffer(mv, np.uint8, count * size).reshape(size, count).T.tobytes()
+
+    # ---------------------------------------------------------------- tails
+    def walk_tails(self, data, pos, n, v):
+        starts, ends = [], []
+        end = len(data)
+        for _ in range(n * v):
+            if pos + 4 > end:
+                return TAIL_PREFIX, pos, [], []
+            (length,) = _U32.unpack_from(data, pos)
+            pos += 4
+            if pos + length > end:
+                return TAIL_PAST_END, pos, [], []
+            starts.append(pos)
+            pos += length
+            ends.append(pos)
+        if pos != end:
+            return TAIL_LEFTOVER, pos, [], []
+        return TAIL_OK, pos, starts, ends
