@@ -386,21 +386,25 @@ def test_frame_check_in_pieces_and_damage():
     ref = logb.LogbFile(src)
     assert ref.report.clean
     for chunk in (1, 7, 512, 1 << 20):
-        fc = FrameCheck(len(src))
+        fc = FrameCheck()
         for i in range(0, len(src), chunk):
             fc.feed(src[i:i + chunk])
+        fc.close()
         assert (fc.frames, fc.damage, fc.boundary) == (ref.report.frames, [], len(src))
     bad = bytearray(src)
     bad[len(bad) // 2] ^= 0x40
-    fc = FrameCheck(len(bad))
+    fc = FrameCheck()
     for i in range(0, len(bad), 333):
         fc.feed(bytes(bad[i:i + 333]))
+    fc.close()
     skipped = logb.LogbFile(bytes(bad)).report.skipped
     assert [o for o, _ in fc.damage] == [s.start for s in skipped] and len(skipped) == 1
     cut = src[:len(src) - 5]  # a growing file read mid-frame: the boundary is the last whole frame
-    fc = FrameCheck(len(cut))
+    fc = FrameCheck()
     fc.feed(cut)
+    fc.close()
     assert fc.boundary < len(cut) and logb.LogbFile(cut[:fc.boundary]).report.clean
+    assert fc.cut_tail and fc.damage == [(fc.boundary, "truncated")]
 
 
 def test_live_decoder_matches_the_reader():

@@ -9,7 +9,8 @@ import pytest
 import logb
 from logb import AxisKind, AxisMode, DataType, Field, Schema
 from logb.crc import crc32c
-from logb.tail import IndexedFile, IndexUnavailable
+from logb.errors import IndexUnavailableError
+from logb.tail import IndexedFile
 
 SCHEMA = Schema(uuid=b"\x01" * 16, name="x", record_bits=32, axis_kind=AxisKind.time,
                 axis_mode=AxisMode.explicit, axis_exp=-6, axis_scale=1, axis_field=0,
@@ -43,7 +44,7 @@ def test_window_from_the_tail_matches_a_full_scan_and_reads_few_frames():
 
 
 def test_unclosed_file_has_no_tail_index():
-    with pytest.raises(IndexUnavailable):
+    with pytest.raises(IndexUnavailableError):
         IndexedFile(sealed(close=False))
 
 
@@ -71,7 +72,7 @@ def test_a_lying_index_is_corrupt_and_the_frames_stand():
     assert any(n.kind == "corrupt-index" for n in f.report.notes)
     assert f.stream("x").records == 500 and f.report.clean
     with IndexedFile(bad) as tail:
-        with pytest.raises(IndexUnavailable):
+        with pytest.raises(IndexUnavailableError):
             list(tail.stream("x").window(0, 10**9))
 
 
@@ -81,9 +82,9 @@ def test_index_that_omits_a_frame_is_corrupt():
     f = logb.LogbFile(data)
     assert f.index_valid[off] is True
     # Rebuild the INDEX with the last entry dropped.
-    idx = logb.records.Index.decode(data[off + 8 : off + 8 + struct.unpack_from("<I", data, off)[0]])
+    idx = logb.frames.Index.decode(data[off + 8 : off + 8 + struct.unpack_from("<I", data, off)[0]])
     (uuid, entries), = idx.streams
-    fewer = logb.records.Index(((uuid, entries[:-1]),)).frame()
+    fewer = logb.frames.Index(((uuid, entries[:-1]),)).frame()
     end = data[off + 8 + len(idx.encode()) + 4 :]
     g = logb.LogbFile(data[:off] + fewer + end)
     assert list(g.index_valid.values()) == [False]

@@ -1,11 +1,25 @@
-"""Frame scanning with recovery (SPEC §10): every CRC-valid frame in order,
-and an honest account of every byte that was not one.
+"""Frame scanning with recovery (SPEC §2.4, §10): every CRC-valid frame in
+order, and an honest account of every byte that was not one.
+
+`FrameScanner` is the one frame walker, sans-IO: `scan(buf)` walks a whole
+input in place (an mmap is never copied), `feed(data)` / `close()` walk a
+stream as its bytes arrive (a link, a pipe). Both produce the same events,
+with absolute offsets: `FrameRef` (a CRC-valid frame; from feed() a `Frame`,
+which carries its payload), `Skip` (a damaged range and its SPEC §10.2
+cause) and `Resync` (where reading resumed after damage).
 
 A frame whose CRC fails, or whose length runs past the end, is damage: the
 scanner resynchronises at the next CRC-valid SYNC frame (rule 3) and records
 the skipped range with its cause. If no SYNC follows, the input was cut
 inside the frame or the damage: that is truncation, a report and never an
 exception. Strict mode raises CorruptFrameError at the first damage instead.
+
+Bounded memory when fed: the scanner holds only what a decision still needs
+(a frame it waits for, a SYNC candidate, a few bytes of pattern). A frame
+whose declared payload exceeds `max_payload` (MAX_HELD_PAYLOAD) is not waited
+for: fed, it is treated as running past the end of the input, so a hostile
+length costs a resync, never gigabytes. `scan(buf)` has the whole input and no
+such limit.
 """
 
 from dataclasses import dataclass, field
@@ -29,6 +43,11 @@ SYNC_PAYLOAD_MIN = 32
 # Resync only believes SYNC frames of plausible size, so hostile input full of
 # sync patterns with huge lengths cannot make every candidate a full-file CRC.
 SYNC_PAYLOAD_MAX = 1 << 16
+# The largest payload a fed scanner waits for (far above any frame a logger writes).
+MAX_HELD_PAYLOAD = 1 << 26
+
+TRUNCATED, CRC_MISMATCH, LENGTH_PAST_END = "truncated", "crc mismatch", "length past end"
+EMBEDDED_HEADER, BAD_HEADER, UNSUPPORTED_VERSION = "embedded file header", "bad file header", "unsupported version"
 
 
 @dataclass(frozen=True)
@@ -39,6 +58,11 @@ class Skip:
 
     def as_json(self):
         return {"start": self.start, "end": self.end, "cause": self.cause}
+
+
+@dataclass(frozen=True)
+class Resync:
+    offset: int  # the SYNC frame reading resumed at
 
 
 @dataclass(frozen=True)
@@ -71,6 +95,13 @@ class Report:
     def note(self, offset, kind, message):
         self.notes.append(Note(offset, kind, message))
 
+    def record(self, event):
+        """Account for a Skip or Resync event."""
+        if type(event) is Skip:
+            self.skipped.append(event)
+        else:
+            self.note(event.offset, "resync", f"resynchronised at the SYNC frame at offset {event.offset}")
+
 
 @dataclass(frozen=True)
 class FrameRef:
@@ -92,94 +123,289 @@ class FrameRef:
         return buf[self.payload_offset : self.payload_offset + self.payload_len]
 
 
+@dataclass(frozen=True)
+class Frame(FrameRef):
+    """A frame from FrameScanner.feed(): the scanner keeps no bytes, so the payload travels with it."""
+
+    data: bytes = b""
+
+    def payload(self, buf=None):
+        return self.data
+
+
+def frame_at(buf, pos):
+    """The CRC-valid frame starting at `pos` and ending inside `buf`, or None."""
+    if len(buf) - pos < FRAME_HEADER_SIZE:
+        return None
+    plen, ftype, flags, sid = FRAME_HEADER.unpack_from(buf, pos)
+    if pos + FRAME_OVERHEAD + plen > len(buf) or not frame_crc_ok(buf, pos, plen):
+        return None
+    return FrameRef(pos, ftype, flags, sid, plen)
+
+
+def _next_sync(buf, base, search, final):
+    """The first CRC-valid, well-formed SYNC frame whose sync pattern starts at
+    or after absolute offset `search`, in the window buf = input[base:]:
+    (offset, None); or (None, where to search on once more bytes came); or
+    (None, None) when `final` and there is none."""
+    size = base + len(buf)
+    i = search - base
+    while True:
+        i = buf.find(SYNC_PATTERN, i)
+        if i < 0:
+            return None, None if final else max(search, size - len(SYNC_PATTERN) + 1)
+        c = i - FRAME_HEADER_SIZE
+        plen, ftype, _flags, _sid = FRAME_HEADER.unpack_from(buf, c)
+        if ftype == FrameType.SYNC and SYNC_PAYLOAD_MIN <= plen <= SYNC_PAYLOAD_MAX:
+            if c + FRAME_OVERHEAD + plen > len(buf):
+                if not final:
+                    return None, base + i  # decided once the candidate's bytes are here
+            elif frame_crc_ok(buf, c, plen):
+                return base + c, None
+        i += 1
+        search = base + i
+
+
+def sync_frames(buf, after=-1):
+    """Offsets of the CRC-valid, well-formed SYNC frames that start after
+    `after` in the whole input `buf`, in order."""
+    while True:
+        q = _next_sync(buf, 0, after + FRAME_HEADER_SIZE + 1, True)[0]
+        if q is None:
+            return
+        yield q
+        after = q
+
+
+def find_sync(buf, start):
+    """Offset of the first CRC-valid, well-formed SYNC frame starting after
+    `start` (or at 0 when `start` is 0), or None."""
+    return next(sync_frames(buf, -1 if start == 0 else start), None)
+
+
+class FrameScanner:
+    """The frame walker (see the module docstring). `start`: the absolute
+    offset of the first byte given; `header`: the file header is read there
+    first (default: when `start` is 0), raising NotLogbError unless `recover`
+    (then: resync at the first SYNC) and UnsupportedVersionError for an
+    unknown major in every mode (SPEC §2.4). After the scan, `header` is the
+    FileHeader read (or None) and `truncated_at` the offset of an incomplete
+    tail (or None)."""
+
+    def __init__(self, start=0, *, header=None, recover=False, strict=False, max_payload=MAX_HELD_PAYLOAD):
+        self.pos = start  # the next frame, when no damage is being skipped
+        self._want_header = start == 0 if header is None else header
+        self.recover = recover
+        self.strict = strict
+        self.max_payload = max_payload
+        self.header = None
+        self.truncated_at = None
+        self._damage = None  # (start, cause) of the damage being skipped
+        self._search = None  # while skipping: where the resync search goes on
+        self._gone = None  # start of an unsupported-version range: nothing after it is read
+        self._held = bytearray()  # fed bytes still needed, from absolute offset _base
+        self._base = start
+
+    # ------------------------------------------------------------ driving
+    def scan(self, buf):
+        """Events for a whole input `buf` (bytes, bytearray, mmap; read in
+        place) from the scanner's `start` on."""
+        return self._scan(buf, 0, True)
+
+    def feed(self, data):
+        """Events the bytes `data` (which follow those fed before) decide."""
+        held = self._held
+        if held:
+            held += data
+            buf = held
+        else:
+            buf = data if isinstance(data, (bytes, bytearray)) else bytes(data)
+        base = self._base
+        events = [self._hold(ev, buf, base) for ev in self._scan(buf, base, False)]
+        keep = self._keep_from(base + len(buf))
+        if buf is held:
+            del held[: keep - base]
+        else:
+            self._held = bytearray(buf[keep - base :])
+        self._base = keep
+        return events
+
+    def close(self):
+        """Events for the end of the input (a cut frame, damage that found no SYNC)."""
+        buf, base = self._held, self._base
+        events = [self._hold(ev, buf, base) for ev in self._scan(buf, base, True)]
+        self._held, self._base = bytearray(), base + len(buf)
+        return events
+
+    @property
+    def held(self):
+        """How many fed bytes the scanner holds for decisions still to come."""
+        return len(self._held)
+
+    @staticmethod
+    def _hold(ev, buf, base):
+        if type(ev) is FrameRef:
+            i = ev.offset - base + FRAME_HEADER_SIZE
+            return Frame(ev.offset, ev.type, ev.flags, ev.stream_id, ev.payload_len, bytes(buf[i : i + ev.payload_len]))
+        return ev
+
+    def _keep_from(self, size):
+        """The first absolute offset a later decision can still need."""
+        if self._gone is not None:
+            return size
+        if self._damage is not None:
+            return self._search - FRAME_HEADER_SIZE  # a SYNC candidate starts 8 bytes before its pattern
+        if self._want_header:
+            return 0
+        return min(self.pos, size)
+
+    # ------------------------------------------------------------ the walk
+    def _scan(self, buf, base, final):
+        """Events for the window buf = input[base : base + len(buf)]; `final`:
+        the input ends there. Returns where a decision needs later bytes."""
+        size = base + len(buf)
+        if self._want_header:
+            if not final and len(buf) < FILE_HEADER_SIZE and _may_be_header(buf, 0):
+                return
+            self._want_header = False
+            yield from self._file_header(buf, size)
+        while True:
+            if self._gone is not None:
+                if final:
+                    yield Skip(self._gone, size, UNSUPPORTED_VERSION)
+                    self._gone = None
+                    self.pos = size
+                return
+            if self._damage is not None:
+                yield from self._resync(buf, base, final)
+                if self._damage is not None:
+                    return
+            pos = self.pos
+            while True:  # the hot path: one CRC-valid frame after another
+                i = pos - base
+                if size - pos < FRAME_HEADER_SIZE:
+                    break
+                plen, ftype, flags, sid = FRAME_HEADER.unpack_from(buf, i)
+                end = pos + FRAME_OVERHEAD + plen
+                if end > size or not frame_crc_ok(buf, i, plen):
+                    break
+                yield FrameRef(pos, ftype, flags, sid, plen)
+                pos = end
+            self.pos = pos
+            left = size - pos
+            if left < FRAME_HEADER_SIZE:
+                if final and left:
+                    self._truncate(pos, size, TRUNCATED)
+                    yield Skip(pos, size, TRUNCATED)
+                return
+            if left >= FILE_HEADER_SIZE and is_file_header(buf, i):
+                major = int.from_bytes(buf[i + 8 : i + 10], "little")
+                if major != VERSION_MAJOR:  # another format generation: nothing after it is ours to read
+                    if self.strict:
+                        raise UnsupportedVersionError(f"embedded file header of major version {major} at {pos}")
+                    self._gone = pos
+                    continue
+                self.pos = pos + FILE_HEADER_SIZE
+                yield self._skip(pos, self.pos, EMBEDDED_HEADER)
+                continue
+            if not final and left < FILE_HEADER_SIZE and _may_be_header(buf, i):
+                return  # perhaps an embedded file header: decided with 16 bytes
+            if end <= size:
+                self._damaged(pos, CRC_MISMATCH)
+            elif final or plen > self.max_payload:
+                self._damaged(pos, LENGTH_PAST_END)
+            else:
+                return  # the rest of the frame is still to come
+
+    def _file_header(self, buf, size):
+        """SPEC §2.4 on the first bytes (whole, or all there will be)."""
+        n = len(buf)
+        if n < FILE_HEADER_SIZE and _may_be_header(buf, 0):
+            # A cut inside the header: an empty file that lost its tail. Zero
+            # bytes is such a cut too (power lost before the header was written).
+            self.pos = size
+            self._truncate(0, size, TRUNCATED)
+            if n:
+                yield Skip(0, size, TRUNCATED)
+            return
+        try:
+            self.header = decode_file_header(buf[:FILE_HEADER_SIZE])
+            self.pos = FILE_HEADER_SIZE
+        except NotLogbError:  # an unknown major version stays an error in every mode (SPEC §2.4)
+            if not self.recover:
+                raise
+            self._damaged(0, BAD_HEADER, after=-1)  # a SYNC at offset 0 is a resync point here
+
+    # ------------------------------------------------------------ damage
+    def _damaged(self, start, cause, after=None):
+        """Damage begins at `start`: skip it from the next resync point on."""
+        self._damage = (start, cause)
+        # a SYNC frame starting after `after` (default: the damage) has its pattern 8 bytes in
+        self._search = (start if after is None else after) + FRAME_HEADER_SIZE + 1
+
+    def _resync(self, buf, base, final):
+        """The resync rule (SPEC §10.3), in this one place: reading resumes
+        at the first CRC-valid, well-formed SYNC frame after the damage."""
+        start, cause = self._damage
+        q, self._search = _next_sync(buf, base, self._search, final)
+        if q is not None:
+            self._damage = None
+            self.pos = q
+            if q > start:
+                yield self._skip(start, q, cause)
+            yield Resync(q)
+        elif final:  # no SYNC follows: the damage runs to the end of the input
+            size = base + len(buf)
+            self._damage = None
+            self.pos = size
+            cause = TRUNCATED if cause == LENGTH_PAST_END else cause
+            self._truncate(start, size, cause)
+            if size > start:
+                yield Skip(start, size, cause)
+
+    def _skip(self, start, end, cause):
+        if self.strict and cause not in (TRUNCATED, BAD_HEADER):
+            raise CorruptFrameError(f"{cause} at offset {start}")
+        return Skip(start, end, cause)
+
+    def _truncate(self, start, size, cause):
+        if self.strict and cause not in (TRUNCATED, BAD_HEADER):
+            raise CorruptFrameError(f"{cause} at offset {start}")
+        self.truncated_at = start
+
+
+def _may_be_header(buf, i):
+    """The bytes from `i` (fewer than 16) agree with the magic as far as they go."""
+    head = bytes(buf[i : i + len(MAGIC)])
+    return MAGIC[: len(head)] == head
+
+
+# ---------------------------------------------------------------- whole-buffer drivers
 def check_header(buf, report, recover=False):
     """Validate the file header. Returns the offset of the first frame, or
     None when there is nothing to read. Raises NotLogbError /
     UnsupportedVersionError unless `recover` asks to resync instead."""
-    size = len(buf)
-    if size < FILE_HEADER_SIZE and bytes(buf[: min(size, 8)]) == MAGIC[: min(size, 8)]:
-        # A cut inside the header: an empty file that lost its tail. Zero
-        # bytes is such a cut too (power lost before the header was written).
-        if size:
-            report.skipped.append(Skip(0, size, "truncated"))
-        report.truncated, report.truncated_at = True, 0
+    scanner = FrameScanner(0, recover=recover)
+    for event in scanner._file_header(buf, len(buf)):
+        report.record(event)
+    if scanner._damage is not None:
+        for event in scanner._resync(buf, 0, True):
+            report.record(event)
+    report.header = scanner.header
+    if scanner.truncated_at is not None:
+        report.truncated, report.truncated_at = True, scanner.truncated_at
         return None
-    try:
-        report.header = decode_file_header(buf[:FILE_HEADER_SIZE])
-        return FILE_HEADER_SIZE
-    except NotLogbError:  # an unknown major version stays an error in every mode (SPEC §2.4)
-        if not recover:
-            raise
-    first = find_sync(buf, 0)
-    end = size if first is None else first
-    if end:
-        report.skipped.append(Skip(0, end, "bad file header"))
-    if first is None:
-        report.truncated, report.truncated_at = True, 0
-    else:
-        report.note(first, "resync", f"resynchronised at the SYNC frame at offset {first}")
-    return first
-
-
-def find_sync(buf, start):
-    """Offset of the first CRC-valid, well-formed SYNC frame starting after `start`."""
-    size = len(buf)
-    i = start + FRAME_HEADER_SIZE
-    while True:
-        i = buf.find(SYNC_PATTERN, i)
-        if i < 0:
-            return None
-        c = i - FRAME_HEADER_SIZE
-        if c > start or (c == start and start == 0):
-            plen, ftype, _flags, _sid = FRAME_HEADER.unpack_from(buf, c)
-            if (ftype == FrameType.SYNC and SYNC_PAYLOAD_MIN <= plen <= SYNC_PAYLOAD_MAX
-                    and c + FRAME_OVERHEAD + plen <= size and frame_crc_ok(buf, c, plen)):
-                return c
-        i += 1
+    return scanner.pos
 
 
 def iter_frames(buf, report, start, strict=False):
     """Yield every CRC-valid frame from `start`, recording damage in `report`."""
-    size = len(buf)
-    pos = start
-    while pos is not None and pos < size:
-        if size - pos < FRAME_HEADER_SIZE:
-            _truncate(report, pos, size, strict)
-            return
-        plen, ftype, flags, sid = FRAME_HEADER.unpack_from(buf, pos)
-        end = pos + FRAME_OVERHEAD + plen
-        if end <= size and frame_crc_ok(buf, pos, plen):
+    scanner = FrameScanner(start, header=False, strict=strict)
+    for event in scanner.scan(buf):
+        if type(event) is FrameRef:
             report.frames += 1
-            yield FrameRef(pos, ftype, flags, sid, plen)
-            pos = end
-            continue
-        if is_file_header(buf, pos):
-            major = int.from_bytes(buf[pos + 8 : pos + 10], "little")
-            if major != VERSION_MAJOR:  # another format generation: nothing after it is ours to read
-                if strict:
-                    raise UnsupportedVersionError(f"embedded file header of major version {major} at {pos}")
-                report.skipped.append(Skip(pos, size, "unsupported version"))
-                return
-            _damage(report, pos, pos + FILE_HEADER_SIZE, "embedded file header", strict)
-            pos += FILE_HEADER_SIZE
-            continue
-        nxt = find_sync(buf, pos)
-        if nxt is None:
-            _truncate(report, pos, size, strict, "truncated" if end > size else "crc mismatch")
-            return
-        _damage(report, pos, nxt, "length past end" if end > size else "crc mismatch", strict)
-        report.note(nxt, "resync", f"resynchronised at the SYNC frame at offset {nxt}")
-        pos = nxt
-
-
-def _damage(report, start, end, cause, strict):
-    if strict:
-        raise CorruptFrameError(f"{cause} at offset {start}")
-    report.skipped.append(Skip(start, end, cause))
-
-
-def _truncate(report, start, size, strict, cause="truncated"):
-    if strict and cause != "truncated":
-        raise CorruptFrameError(f"{cause} at offset {start}")
-    report.skipped.append(Skip(start, size, cause))
-    report.truncated, report.truncated_at = True, start
+            yield event
+        else:
+            report.record(event)
+    if scanner.truncated_at is not None:
+        report.truncated, report.truncated_at = True, scanner.truncated_at

@@ -5,32 +5,28 @@ read the last 28 bytes (the END frame), follow `index_back_offset` to the
 INDEX and `session_bytes` to the session's first SYNC, whose segment restates
 every schema. Every INDEX entry is checked against the frame it points to
 (CRC, type, record count, run id, axis base) before it is used; anything that
-disagrees raises IndexUnavailable, and the caller scans instead (LogbFile).
-The index only ever accelerates: it is never trusted over the frames.
+disagrees raises IndexUnavailableError, and the caller scans instead
+(LogbFile). The index only ever accelerates: it is never trusted over the
+frames. Frames are checked by logb.scan, the reader's own frame walker.
 """
 
 from . import batch as batchmod
-from .errors import LogbError, MalformedPayloadError
-from .framing import FILE_HEADER_SIZE, FRAME_HEADER, FRAME_OVERHEAD, decode_file_header, frame_crc_ok
-from .records import END_PAYLOAD_SIZE, DataHeader, End, Index, Sync, axis_value
+from .errors import IndexUnavailableError, MalformedPayloadError
+from .framing import FILE_HEADER_SIZE, FRAME_OVERHEAD, decode_file_header
+from .frames import END_PAYLOAD_SIZE, DataHeader, End, Index, Sync, axis_value
+from .scan import FrameRef, FrameScanner, frame_at
 from .schema import Schema
 from .source import open_source
-from .tables import AxisMode, FrameType
+from .tables import FrameType
 
 _END_FRAME = FRAME_OVERHEAD + END_PAYLOAD_SIZE
 
 
-class IndexUnavailable(LogbError):
-    """No valid END + INDEX at the tail, or the index disagrees with the frames."""
-
-
 def _frame_at(buf, pos, expect_type):
-    if pos < FILE_HEADER_SIZE or pos + 8 > len(buf):
-        raise IndexUnavailable(f"offset {pos} is outside the file")
-    plen, ftype, _flags, sid = FRAME_HEADER.unpack_from(buf, pos)
-    if ftype != expect_type or pos + FRAME_OVERHEAD + plen > len(buf) or not frame_crc_ok(buf, pos, plen):
-        raise IndexUnavailable(f"no CRC-valid {FrameType(expect_type).name} frame at offset {pos}")
-    return sid, buf[pos + 8 : pos + 8 + plen]
+    fr = frame_at(buf, pos) if FILE_HEADER_SIZE <= pos < len(buf) else None
+    if fr is None or fr.type != expect_type:
+        raise IndexUnavailableError(f"no CRC-valid {FrameType(expect_type).name} frame at offset {pos}")
+    return fr.stream_id, fr.payload(buf)
 
 
 class IndexedStream:
@@ -66,7 +62,7 @@ class IndexedStream:
             sid, payload = _frame_at(buf, offset, FrameType.DATA)
             header = DataHeader.decode(payload)
             if header.record_count != count or header.run_id != run_id:
-                raise IndexUnavailable(f"INDEX entry disagrees with the DATA frame at {offset}")
+                raise IndexUnavailableError(f"INDEX entry disagrees with the DATA frame at {offset}")
             b = batchmod.decode_batch(self.schema, header, payload[28:])
             keep = (b.axis >= lo) & (b.axis <= hi)
             b.raw = {k: v[keep] for k, v in b.raw.items()}
@@ -86,42 +82,42 @@ class IndexedFile:
             _sid, payload = _frame_at(buf, end_pos, FrameType.END)
             end = End.decode(payload)
             if not end.index_back_offset:
-                raise IndexUnavailable("the END frame records no INDEX")
+                raise IndexUnavailableError("the END frame records no INDEX")
             index_pos = end_pos - end.index_back_offset
             _sid, payload = _frame_at(buf, index_pos, FrameType.INDEX)
             index = Index.decode(payload)
             self.session_start = end_pos - end.session_bytes
             schemas = self._first_segment_schemas(self.session_start, index_pos)
         except (MalformedPayloadError, ValueError) as exc:
-            raise IndexUnavailable(str(exc)) from None
+            raise IndexUnavailableError(str(exc)) from None
         self.streams = {}
         for uuid, entries in index.streams:
             schema = schemas.get(uuid)
             if schema is None:
-                raise IndexUnavailable(f"INDEX names stream {uuid.hex()}, which the session's first segment does not declare")
+                raise IndexUnavailableError(f"INDEX names stream {uuid.hex()}, which the session's first segment "
+                                            f"does not declare")
             rows = []
             for e in entries:
                 pos = index_pos - e.back_offset
                 if not self.session_start <= pos < index_pos:
-                    raise IndexUnavailable("an INDEX entry points outside its session")
+                    raise IndexUnavailableError("an INDEX entry points outside its session")
                 first = axis_value(e.first_axis_raw, schema.is_time)
                 rows.append((pos, first, e.record_count, e.run_id))
             self.streams[uuid] = IndexedStream(self, schema, rows)
 
     def _first_segment_schemas(self, pos, limit):
+        """The schemas the session's first segment declares before its first DATA frame."""
         _sid, payload = _frame_at(self.buf, pos, FrameType.SYNC)
         Sync.decode(payload)
         schemas = {}
-        pos += FRAME_OVERHEAD + len(payload)
-        while pos < limit:
-            plen, ftype, _f, _sid = FRAME_HEADER.unpack_from(self.buf, pos)
-            if ftype in (FrameType.DATA, FrameType.SYNC):
+        for ev in FrameScanner(pos, header=False).scan(self.buf):
+            if type(ev) is not FrameRef:  # damage before the first DATA frame
+                raise IndexUnavailableError(f"the session's first segment is damaged at offset {ev.start}")
+            if ev.offset >= limit or ev.type == FrameType.DATA or (ev.type == FrameType.SYNC and ev.offset > pos):
                 break
-            if ftype == FrameType.SCHEMA:
-                _sid, payload = _frame_at(self.buf, pos, FrameType.SCHEMA)
-                schema = Schema.decode(payload).validate()
+            if ev.type == FrameType.SCHEMA:
+                schema = Schema.decode(ev.payload(self.buf)).validate()
                 schemas.setdefault(schema.uuid, schema)
-            pos += FRAME_OVERHEAD + plen
         return schemas
 
     def stream(self, key):

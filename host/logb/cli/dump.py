@@ -1,7 +1,7 @@
 """logb dump: frames or records, human-readable or as JSON Lines."""
 
-from ..records import RECORD_TYPES
-from ..scan import Report, check_header, iter_frames
+from ..frames import RECORD_TYPES
+from ..scan import FrameRef, FrameScanner
 from ..tables import FrameType
 from .common import EXIT_DAMAGED, EXIT_OK, column_values, dumps, open_logb
 from .info import intact
@@ -43,13 +43,10 @@ def run(args, out):
 
 
 def _frames(f, args, out):
-    report = Report(size=len(f.buf))
-    start = check_header(f.buf, report, recover=False)
-    if start is None:
-        return
     only = f.stream(args.stream) if args.stream else None
     locs = {fl.offset: (s, fl) for s in f.streams.values() for fl in s.frames}
-    for fr in iter_frames(f.buf, report, start):
+    # damage is the file's report (the exit status), not a line here
+    for fr in (ev for ev in FrameScanner().scan(f.buf) if type(ev) is FrameRef):
         name = FrameType(fr.type).name if fr.type in FrameType._value2member_map_ else f"0x{fr.type:02x}"
         obj = {"offset": fr.offset, "type": name, "stream_id": fr.stream_id, "payload_len": fr.payload_len}
         cls = RECORD_TYPES.get(fr.type)

@@ -2,7 +2,7 @@
 
 import sys
 
-from ..errors import UsageError
+from ..errors import LinkError, UsageError
 from .common import EXIT_OK, EXIT_USAGE, Progress, dumps
 
 EXIT_FAILED = 1
@@ -58,7 +58,7 @@ def _fmt(n):
 
 
 def run(args, out):
-    from ..serial.client import Client, LinkError, LinkLost
+    from ..serial.client import Client
     from ..serial.ports import find_port
     from ..serial.pull import pull
 
@@ -82,8 +82,6 @@ def run(args, out):
     try:
         try:
             hello = cl.connect()
-        except LinkLost as exc:
-            raise UsageError(str(exc), EXIT_NO_DEVICE) from None
         except LinkError as exc:
             raise UsageError(str(exc), EXIT_NO_DEVICE) from None
         if not args.json:

@@ -6,11 +6,10 @@ import time
 
 import numpy as np
 
-from ..errors import UsageError
-from .common import EXIT_OK, EXIT_USAGE, dumps, value
+from ..errors import LinkError, UsageError
+from .common import EXIT_OK, dumps, value
 
 EXIT_FAILED = 1
-EXIT_NO_DEVICE = 69
 
 HELP = "show CAN frames or decoded signals live while the logger records (USB serial)"
 DESCRIPTION = """\
@@ -71,7 +70,9 @@ class Printer:
             self._emit(obj, f"=== writer session {a} · {obj['device'] or 'device ?'} · "
                             f"{obj['firmware'] or 'firmware ?'} ===")
         elif kind == "damage":
-            self._emit({"damage": a, "cause": b}, f"!!! damaged frame at byte {a} ({b}): skipped to the next SYNC")
+            self._emit({"damage": a, "cause": b}, f"!!! damaged bytes at byte {a} ({b}): skipped to the next SYNC")
+        elif kind == "rejected":
+            self._emit({"rejected": a, "reason": b}, f"!!! the frame at byte {a} does not decode ({b}): skipped")
         elif kind == "end":
             self._emit({"end": a}, f"=== writer session {a} closed ===")
         elif kind == "records":
@@ -105,7 +106,7 @@ class Printer:
                 self._signals(secs[i], schema.name, None, phys, {}, units, i)
 
     def _raw(self, schema, batch, secs):
-        from ..can.layout import FLAG_EXTENDED, FLAG_REMOTE
+        from ..can.layout import FLAG_EXTENDED, FLAG_REMOTE, dlc_to_len
 
         ids, flags, dlcs, data = batch.raw["id"], batch.raw["flags"], batch.raw["dlc"], batch.raw["data"]
         decoded = {}
@@ -123,7 +124,7 @@ class Printer:
                 continue
             if not self._want(schema.name):
                 continue
-            n = _dlc_len(int(dlcs[i]))
+            n = dlc_to_len(dlcs[i])
             ext = bool(flags[i] & FLAG_EXTENDED)
             cid = f"{int(ids[i]):08X}" if ext else f"{int(ids[i]):03X}"
             payload = "R" if flags[i] & FLAG_REMOTE else bytes(data[i][:n]).hex().upper()
@@ -155,12 +156,8 @@ def _num(v):
     return str(v)
 
 
-def _dlc_len(dlc):
-    return dlc if dlc <= 8 else (12, 16, 20, 24, 32, 48, 64)[min(dlc, 15) - 9]
-
-
 def run(args, out):
-    from ..serial.client import Client, LinkError, LinkLost
+    from ..serial.client import Client
     from ..serial.live import follow
     from ..serial.ports import find_port
 
@@ -171,13 +168,8 @@ def run(args, out):
 
             compiled = compile_dbc(args.dbc)
         except FileNotFoundError:
-            raise UsageError(f"{args.dbc}: no such file", EXIT_USAGE) from None
-        except ImportError as exc:
-            raise UsageError(f"{exc}; install it with: pip install 'logb[can]'", EXIT_USAGE) from None
-    try:
-        port = find_port(args.port)
-    except LinkError as exc:
-        raise UsageError(str(exc), EXIT_NO_DEVICE) from None
+            raise UsageError(f"{args.dbc}: no such file") from None
+    port = find_port(args.port)  # LinkError: no logger found (exit 69)
     printer = Printer(out, compiled, args.messages, args.json, args.count)
     t_end = time.monotonic() + args.duration if args.duration else None
 
@@ -189,17 +181,13 @@ def run(args, out):
 
     cl = Client(port)
     try:
+        cl.connect()  # LinkError: no logger answering (exit 69)
         try:
-            cl.connect()
+            follow(cl, printer.event, say, from_start=args.from_start, reconnect_s=args.reconnect, stop=stop)
         except LinkError as exc:
-            raise UsageError(str(exc), EXIT_NO_DEVICE) from None
-        follow(cl, printer.event, say, from_start=args.from_start, reconnect_s=args.reconnect, stop=stop)
+            raise UsageError(str(exc), EXIT_FAILED) from None
     except KeyboardInterrupt:
         pass
-    except LinkLost as exc:
-        raise UsageError(str(exc), EXIT_FAILED) from None
-    except LinkError as exc:
-        raise UsageError(str(exc), EXIT_FAILED) from None
     finally:
         cl.bye()
     return EXIT_OK

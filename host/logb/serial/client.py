@@ -3,25 +3,33 @@
 `Client(port).connect()` opens the port, sends the escape sequence that
 switches the logger's console into link mode and waits for its HELLO; the
 request helpers then each send one message and wait for the answer that
-carries its tag, skipping stale answers to earlier requests. Every failure
-is a `LinkError` subclass with a message meant for the user.
+carries its tag, skipping stale answers to earlier requests; `stream()`
+receives what a READ or TAIL sends, every DATA message checked against the
+stream's running CRC. Every failure is a `logb.errors.LinkError` subclass
+with a message meant for the user.
 """
 
 import struct
 import time
 from dataclasses import dataclass
 
+from ..crc import crc32c
+from ..errors import LinkError
 from . import protocol as P
 
 PING_EVERY = 2.0  # the device leaves link mode after idle_s (10 s) without a request
 
 
-class LinkError(Exception):
-    """The link cannot do what was asked (a clear, final reason)."""
-
-
 class LinkLost(LinkError):
     """The port went away, or the device stopped answering (worth reconnecting)."""
+
+
+class Stalled(LinkLost):
+    """A stream sent nothing for its timeout (asking again may do, before reconnecting)."""
+
+
+class Garbled(LinkError):
+    """A stream's data, its END or its request arrived damaged: ask again from the last good byte."""
 
 
 class DeviceError(LinkError):
@@ -147,33 +155,56 @@ class Client:
             self.ping_if_due()
             self.read_some()
 
+    def stream(self, tag, timeout=None):
+        """The messages answering the READ or TAIL sent as `tag`, in order:
+        each DATA message once it matches the stream's running CRC-32C (its
+        `crc` is then the device's CRC of the stream so far), TICKs, and the
+        END, once its count and CRC match what came. Raises Garbled on any
+        damage (the caller asks again), DeviceError for any other ERR, and
+        Stalled after `timeout` seconds without a message."""
+        run = count = 0
+        while True:
+            m = self.recv(timeout)
+            if m is None:
+                raise Stalled(f"no data for {self.timeout if timeout is None else timeout:.0f} s")
+            if m.tag != tag:
+                continue  # an answer to an earlier request
+            if m.type == P.R_DATA:
+                run = crc32c(m.payload, run)
+                if run != m.crc:
+                    self.parser.reject_last()
+                    raise Garbled("a damaged message")
+                count += len(m.payload)
+            elif m.type == P.R_END:
+                _off, n, crc, _status = parse_end(m.payload)
+                if n != count or crc != run:
+                    raise Garbled("END disagrees with the data received")
+            elif m.type == P.R_ERR:
+                code, = struct.unpack_from("<H", m.payload, 0)
+                if code in (P.E_CRC, P.E_BUSY):  # the device did nothing
+                    raise Garbled(f"the device could not take the request ({P.ERROR_NAMES[code]})")
+                raise DeviceError(code, P.unpack_str(m.payload, 2)[0])
+            yield m
+
     def call(self, typ, payload=b"", timeout=None, attempts=3):
-        """Send a request, return its answer (ERR raises DeviceError). A
-        request the device got damaged (ERR "request CRC"), or that nothing
-        answers within the timeout, is sent again, up to `attempts` times."""
+        """Send a request, return its answer (an ERR raises DeviceError). A
+        request the device got damaged or had no room for (Garbled), or that
+        nothing answers within the timeout, is sent again, up to `attempts` times."""
         timeout = self.timeout if timeout is None else timeout
         for attempt in range(attempts):
             last = attempt == attempts - 1
             tag = self.send(typ, payload)
-            deadline = time.monotonic() + timeout
-            while True:
-                m = self.recv(max(0.0, deadline - time.monotonic()))
-                if m is None:
-                    if last:
-                        raise LinkLost(f"{self.port}: no answer from the device within {timeout:.0f} s")
-                    break
-                if m.tag != tag:
-                    continue  # an answer to an earlier request, or a stale DATA message
-                if m.type == P.R_TICK:  # a long HASH / DELETE: the device is working on it
-                    deadline = time.monotonic() + timeout
-                    continue
-                if m.type == P.R_ERR:
-                    code, = struct.unpack_from("<H", m.payload, 0)
-                    if code in (P.E_CRC, P.E_BUSY) and not last:
-                        time.sleep(0.05)
-                        break
-                    raise DeviceError(code, P.unpack_str(m.payload, 2)[0])
-                return m
+            try:
+                for m in self.stream(tag, timeout):
+                    if m.type != P.R_TICK:  # a TICK: a long HASH / DELETE is under way
+                        return m
+            except Stalled:
+                if last:
+                    raise LinkLost(f"{self.port}: no answer from the device within {timeout:.0f} s") from None
+            except Garbled:
+                if last:
+                    raise
+                time.sleep(0.05)
 
     # ------------------------------------------------------------ session
     def connect(self, attempts=3):
@@ -270,9 +301,11 @@ class Client:
             try:
                 self.call(P.T_DELETE, req, attempts=1)
                 return
-            except DeviceError as exc:
-                if exc.code in (P.E_CRC, P.E_BUSY) and attempt < 2:
+            except Garbled:
+                if attempt < 2:
                     continue  # the request arrived damaged: the device did nothing
+                raise
+            except DeviceError as exc:
                 if exc.code == P.E_NOENT and attempt:
                     return  # an earlier attempt deleted it and its answer was lost
                 raise
@@ -283,7 +316,7 @@ class Client:
                     raise
 
     def read_range(self, name, offset, length):
-        """Send a READ; returns its tag (the caller consumes DATA and END)."""
+        """Send a READ; returns its tag (the caller consumes DATA and END: stream())."""
         return self.send(P.T_READ, struct.pack("<QQ", offset, length) + P.pack_str(name))
 
     def tail(self, name, offset):

@@ -4,7 +4,8 @@
 header or a SYNC) into events as frames complete: a new writer session (its
 `logb.session` META differs from the last one seen), the records of a DATA
 frame (decoded against the SCHEMA bound in the current segment), damage
-(skipped to the next SYNC, SPEC §10.3). `follow()` keeps a TAIL open on the
+(logb.scan's FrameScanner, the reader's own: skipped to the next SYNC,
+SPEC §10.3). `follow()` keeps a TAIL open on the
 link across cable trouble and reboots: it reconnects, and after a reboot
 (the device's boot id changed) or a new recording starts again from the
 recording's last SYNC, so the first thing decoded is a whole segment.
@@ -14,14 +15,14 @@ import struct
 import time
 
 from ..batch import decode_batch
-from ..crc import crc32c
-from ..errors import LogbError
-from ..framing import FILE_HEADER_SIZE, FRAME_HEADER, FRAME_OVERHEAD, SYNC_PATTERN, frame_crc_ok
-from ..records import DATA_HEADER_SIZE, DataHeader, Meta
+from ..errors import LinkError, LogbError
+from ..framing import FILE_HEADER_SIZE
+from ..frames import DATA_HEADER_SIZE, DataHeader, Meta
+from ..scan import Frame, FrameScanner, Skip, sync_frames
 from ..schema import Schema
 from ..tables import FrameType
 from . import protocol as P
-from .client import DeviceError, LinkError, LinkLost, parse_end
+from .client import DeviceError, Garbled, LinkLost
 
 
 class LiveDecoder:
@@ -34,62 +35,30 @@ class LiveDecoder:
         """Bytes will now come from offset `start` (0, or a SYNC frame);
         DATA frames that start before `show_from` are skipped (the SCHEMA
         and session META frames before that point still count)."""
-        self.pos = start
         self.show_from = show_from
-        self.buf = bytearray()
+        self.scanner = FrameScanner(start, recover=True)
         self.bindings = {}
         self.in_segment = False
-        self._resync = False
 
     def feed(self, data):
         """Events for the frames `data` completes: ("session", id, meta),
-        ("records", schema, batch), ("damage", offset, cause)."""
-        self.buf += data
-        buf = self.buf
-        n = len(buf)
-        i = 0
+        ("records", schema, batch), ("end", session, None), ("damage",
+        offset, cause) for bytes skipped to the next SYNC (the causes of
+        SPEC §10.2), ("rejected", offset, reason) for a CRC-valid frame that
+        does not decode."""
         events = []
-        if self.pos == 0:
-            if n < FILE_HEADER_SIZE:
-                return events
-            i = FILE_HEADER_SIZE
-        while True:
-            if self._resync:
-                x = bytes(buf[i + 8:]).find(SYNC_PATTERN) if n - i > 8 else -1
-                if x < 0:
-                    i = max(i, n - 8 - len(SYNC_PATTERN) + 1)
-                    break
-                i += x
-                self._resync = False
-            if n - i < 8:
-                break
-            plen, ftype, _flags, sid = FRAME_HEADER.unpack_from(buf, i)
-            end = i + FRAME_OVERHEAD + plen
-            if plen > 1 << 26:
-                self._damage(events, i, "implausible length")
-                i += 1
-                continue
-            if end > n:
-                break
-            if not frame_crc_ok(buf, i, plen):
-                self._damage(events, i, "crc mismatch")
-                i += 1
-                continue
-            if ftype != FrameType.DATA or self.pos + i >= self.show_from:
-                self._frame(events, ftype, sid, bytes(buf[i + 8:i + 8 + plen]))
-            i = end
-        self.pos += i
-        del buf[:i]
+        for ev in self.scanner.feed(data):
+            if type(ev) is Frame:
+                if ev.type != FrameType.DATA or ev.offset >= self.show_from:
+                    self._frame(events, ev)
+            elif type(ev) is Skip:
+                events.append(("damage", ev.start, ev.cause))
+                self.in_segment = False  # damage closes the segment (SPEC §10.1)
+                self.bindings = {}
         return events
 
-    def _damage(self, events, i, cause):
-        if not self._resync:
-            events.append(("damage", self.pos + i, cause))
-        self._resync = True
-        self.in_segment = False
-        self.bindings = {}
-
-    def _frame(self, events, ftype, sid, payload):
+    def _frame(self, events, fr):
+        ftype, sid, payload = fr.type, fr.stream_id, fr.data
         try:
             if ftype == FrameType.SYNC:
                 self.bindings = {}
@@ -115,41 +84,24 @@ class LiveDecoder:
             elif ftype == FrameType.END:
                 events.append(("end", self.session, None))
         except (LogbError, ValueError) as exc:
-            events.append(("damage", self.pos, f"undecodable frame: {exc}"))
+            events.append(("rejected", fr.offset, str(exc)))
 
 
 # ---------------------------------------------------------------- the link side
 def read_bytes(cl, name, offset, length):
-    """[offset, offset + length) of a recording, every message CRC-checked."""
+    """[offset, offset + length) of a recording, every message CRC-checked;
+    Garbled when something arrived damaged."""
     tag = cl.read_range(name, offset, length)
-    out, run = bytearray(), 0
-    while True:
-        m = cl.recv()
-        if m is None:
-            raise LinkLost("no data from the device")
-        if m.tag != tag:
-            continue
-        if m.type == P.R_DATA:
-            run = crc32c(m.payload, run)
-            if run != m.crc:
-                cl.parser.reject_last()
-                cl.cancel()
-                raise _Damaged()
-            out += m.payload
-        elif m.type == P.R_END:
-            _off, count, crc, _status = parse_end(m.payload)
-            if count != len(out) or crc != run:
-                raise _Damaged()
-            return bytes(out)
-        elif m.type == P.R_ERR:
-            code, = struct.unpack_from("<H", m.payload, 0)
-            if code in (P.E_CRC, P.E_BUSY):
-                raise _Damaged()
-            raise DeviceError(code, P.unpack_str(m.payload, 2)[0])
-
-
-class _Damaged(Exception):
-    pass
+    out = bytearray()
+    try:
+        for m in cl.stream(tag):
+            if m.type == P.R_DATA:
+                out += m.payload
+            elif m.type == P.R_END:
+                return bytes(out)
+    except Garbled:
+        cl.cancel()
+        raise
 
 
 def last_sync(cl, name, size, block=64 << 10, limit=16 << 20):
@@ -162,20 +114,13 @@ def last_sync(cl, name, size, block=64 << 10, limit=16 << 20):
             try:
                 data = read_bytes(cl, name, lo, min(size, hi + 64) - lo)
                 break
-            except _Damaged:
+            except Garbled:
                 continue
         else:
             raise LinkError(f"{name}: the link keeps damaging the data")
-        x = len(data)
-        while True:
-            x = data.rfind(SYNC_PATTERN, 0, x)
-            if x < 0:
-                break
-            q = x - 8
-            if q >= 0 and q + 8 <= len(data):
-                plen = FRAME_HEADER.unpack_from(data, q)[0]
-                if q + FRAME_OVERHEAD + plen <= len(data) and frame_crc_ok(data, q, plen):
-                    return lo + q
+        syncs = list(sync_frames(data))
+        if syncs:
+            return lo + syncs[-1]
         hi = lo
     return 0
 
@@ -211,47 +156,35 @@ def follow(cl, on_event, say, from_start=False, reconnect_s=None, stop=lambda: F
                 say(f"following {name} from byte {start} ({size} bytes recorded)")
             pos = start
             tag = cl.tail(name, start)
-            run = 0
-            while not stop():
-                m = cl.recv(tick_timeout)
-                if m is None:
-                    raise LinkLost("the logger stopped answering")
-                if m.tag != tag:
-                    continue
-                if m.type == P.R_DATA:
-                    c = crc32c(m.payload, run)
-                    if c != m.crc:
-                        cl.parser.reject_last()
-                        say(f"damaged data at byte {pos}: asking again from there")
-                        cl.cancel()
+            try:
+                for m in cl.stream(tag, tick_timeout):
+                    if m.type == P.R_DATA:
+                        pos += len(m.payload)
+                        for ev in dec.feed(m.payload):
+                            on_event(ev)
+                    elif m.type == P.R_TICK:
+                        now_size, _flags = struct.unpack_from("<QB", m.payload, 0)
+                        if now_size < pos:
+                            say(f"{name} is shorter than before: starting over")
+                            boot = None
+                            cl.cancel()
+                            break
+                    elif m.type == P.R_END:
+                        say(f"{name} was closed by the logger")
+                        cl.hello = None
+                        waiting = True
+                        name = None
                         break
-                    run = c
-                    pos += len(m.payload)
-                    for ev in dec.feed(m.payload):
-                        on_event(ev)
-                elif m.type == P.R_TICK:
-                    now_size, _flags = struct.unpack_from("<QB", m.payload, 0)
-                    if now_size < pos:
-                        say(f"{name} is shorter than before: starting over")
-                        boot = None
-                        cl.cancel()
+                    if stop():
                         break
-                elif m.type == P.R_END:
-                    say(f"{name} was closed by the logger")
-                    cl.hello = None
-                    waiting = True
-                    name = None
-                    break
-                elif m.type == P.R_ERR:
-                    code, = struct.unpack_from("<H", m.payload, 0)
-                    if code in (P.E_CRC, P.E_BUSY):
-                        break  # the TAIL request arrived damaged: ask again
-                    raise DeviceError(code, P.unpack_str(m.payload, 2)[0])
+            except Garbled as exc:
+                say(f"{exc} at byte {pos}: asking again from there")
+                cl.cancel()
         except LinkLost as exc:
             say(f"link lost ({exc}); reconnecting")
             cl.close()
             cl.hello = None
-        except DeviceError as exc:
+        except (DeviceError, Garbled) as exc:
             say(str(exc))
             cl.hello = None
             time.sleep(0.5)

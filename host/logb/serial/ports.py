@@ -2,7 +2,8 @@
 
 import os
 
-from .client import LinkError, _serial
+from ..errors import LinkError
+from .client import _serial
 
 # (VID, PID or None for any, what): USB serial ports that MicroPython boards present.
 MICROPYTHON = [

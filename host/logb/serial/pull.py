@@ -5,7 +5,8 @@ For each recording:
 1. Bytes are requested from where the local copy stops (READ). Every DATA
    message's CRC (the device's running CRC-32C of the range) is checked as
    it arrives; only checked bytes are written, to `DIR/.NAME.part`, and
-   every Logb frame's CRC is checked as it completes (FrameCheck).
+   every Logb frame's CRC is checked as it completes (FrameCheck: the
+   reader's own FrameScanner).
 2. Any damage, stall or disconnect: CANCEL (or reconnect) and ask again from
    the last checked byte. `DIR/.NAME.part.json` records how far the part
    file is checked and the device's CRC-32C of that prefix, so an
@@ -34,16 +35,17 @@ import json
 import os
 import queue
 import shutil
-import struct
 import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
 
 from ..crc import crc32c
-from ..framing import FILE_HEADER_SIZE, FRAME_HEADER, FRAME_OVERHEAD, SYNC_PATTERN, frame_crc_ok, is_file_header
+from ..errors import LinkError, UnsupportedVersionError
+from ..framing import FILE_HEADER_SIZE
+from ..scan import TRUNCATED, UNSUPPORTED_VERSION, FrameRef, FrameScanner, Skip
 from . import protocol as P
-from .client import Client, DeviceError, LinkError, LinkLost, parse_end
+from .client import DeviceError, Garbled, LinkLost, Stalled, parse_end
 
 TAIL_CHECK = 4096  # bytes before a resume point whose device CRC must match the local copy
 MAX_FAILS = 8  # consecutive attempts without progress before giving up
@@ -73,72 +75,46 @@ class Outcome:
 
 
 class FrameCheck:
-    """Checks every Logb frame's CRC as bytes arrive, in order (SPEC §4.1);
-    damage is noted and skipped to the next CRC-valid SYNC (SPEC §10.3).
-    `boundary` is the end of the last whole frame (or the file header)."""
+    """Checks every Logb frame's CRC as bytes arrive, in order (SPEC §4.1),
+    with the reader's scanner: damage is noted as (offset, SPEC §10.2 cause)
+    and skipped to the next CRC-valid SYNC (SPEC §10.3); close() adds a cut
+    tail (`truncated`). `boundary` is the end of the last whole frame (or of
+    the file header)."""
 
-    def __init__(self, total):
-        self.total = total  # the expected size: a frame claiming more is damage now
-        self.pos = 0  # absolute offset of tail[0]
-        self.tail = bytearray()
+    def __init__(self):
+        self._scanner = FrameScanner(recover=True)
         self.boundary = 0
         self.frames = 0
         self.damage = []
-        self.header = None  # True / False once 16 bytes are seen
-        self._resync = False
 
     def feed(self, data):
-        if self.tail:
-            self.tail += data
-            buf = self.tail
-        else:
-            buf = data
-        n = len(buf)
-        base = self.pos
-        i = 0
-        if self.header is None:
-            if base + n < FILE_HEADER_SIZE:
-                self.tail = bytearray(buf)
-                return
-            self.header = is_file_header(bytes(buf[:FILE_HEADER_SIZE]))
-            if not self.header:
-                self.damage.append((0, "not a Logb file header"))
-                self._resync = True
-            else:
-                i = FILE_HEADER_SIZE
-                self.boundary = FILE_HEADER_SIZE
-        while True:
-            if self._resync:
-                x = bytes(buf[i + 8:]).find(SYNC_PATTERN) if n - i > 8 else -1
-                if x < 0:
-                    i = max(i, n - 8 - len(SYNC_PATTERN) + 1)
-                    break
-                i += x
-                self._resync = False
-            if n - i < 8:
-                break
-            plen, ftype, _flags, _sid = FRAME_HEADER.unpack_from(buf, i)
-            end = i + FRAME_OVERHEAD + plen
-            if base + end > self.total:
-                self._bad(base + i, "length past end")
-                i += 1
-                continue
-            if end > n:
-                break
-            if frame_crc_ok(buf, i, plen):
-                self.frames += 1
-                i = end
-                self.boundary = base + end
-            else:
-                self._bad(base + i, "crc mismatch")
-                i += 1
-        self.pos = base + i
-        self.tail = bytearray(buf[i:])
+        self._account(self._scanner.feed, data)
 
-    def _bad(self, offset, cause):
-        if not self._resync:
-            self.damage.append((offset, cause))
-        self._resync = True
+    def close(self):
+        self._account(self._scanner.close)
+
+    def _account(self, step, *data):
+        if self._scanner is None:
+            return
+        try:
+            events = step(*data)
+        except UnsupportedVersionError:  # not ours to check: the copy goes on, byte for byte
+            self._scanner = None
+            self.damage.append((0, UNSUPPORTED_VERSION))
+            return
+        if self._scanner.header is not None and not self.boundary:
+            self.boundary = FILE_HEADER_SIZE
+        for ev in events:
+            if isinstance(ev, FrameRef):
+                self.frames += 1
+                self.boundary = ev.end
+            elif type(ev) is Skip:
+                self.damage.append((ev.start, ev.cause))
+
+    @property
+    def cut_tail(self):
+        """After close(): the only damage is a cut last frame (a growing recording's)."""
+        return [cause for _, cause in self.damage] == [TRUNCATED]
 
 
 def _crc_file(path, size):
@@ -168,7 +144,7 @@ def _fsync_dir(d):
 
 
 class Puller:
-    def __init__(self, client, dest, say=print, progress=None, reconnect_s=30.0, timeout=None):
+    def __init__(self, client, dest, say=print, progress=None, reconnect_s=30.0):
         self.cl = client
         self.dest = os.fspath(dest)
         self.say = say
@@ -233,9 +209,7 @@ class Puller:
             self._pull(entry, out)
             if delete:
                 self._delete(entry, out)
-        except PullError as exc:
-            out.status, out.error = out.status or "failed", str(exc)
-        except LinkError as exc:
+        except LinkError as exc:  # PullError too
             out.status, out.error = out.status or "failed", str(exc)
         except OSError as exc:  # the destination: not writable, full, ...
             out.status, out.error = out.status or "failed", f"local file: {exc}"
@@ -317,7 +291,7 @@ class Puller:
         with open(part, mode) as f:
             f.truncate(have)
             f.seek(have)
-            check = FrameCheck(target)
+            check = FrameCheck()
             local = 0
             if have:  # the checker's state, and the local CRC, over what is already here
                 with open(part, "rb") as g:
@@ -336,18 +310,9 @@ class Puller:
                     start, run, got = have, 0, 0
                     try:
                         tag = self.cl.read_range(name, have, target - have)
-                        while True:
-                            m = self.cl.recv()
-                            if m is None:
-                                raise _Retry("no data for %.0f s" % self.cl.timeout)
-                            if m.tag != tag:
-                                continue
+                        for m in self.cl.stream(tag):
                             if m.type == P.R_DATA:
-                                c = crc32c(m.payload, run)
-                                if c != m.crc:
-                                    self.cl.parser.reject_last()
-                                    raise _Retry("a damaged message")
-                                run = c
+                                run = m.crc  # checked: the device's CRC of the range so far
                                 sink.put(m.payload, (dcrc, start, run))
                                 n = len(m.payload)
                                 got += n
@@ -356,20 +321,15 @@ class Puller:
                                     bar.advance(n)
                                 ckpts.append((have, dcrc, start, run))
                             elif m.type == P.R_END:
-                                off, count, crc, status = parse_end(m.payload)
-                                if off != start or count != got or crc != run:
-                                    raise _Retry("END disagrees with the data received")
+                                off, _count, _crc, status = parse_end(m.payload)
+                                if off != start:
+                                    raise Garbled("END disagrees with the data received")
                                 if status != P.S_COMPLETE:
                                     # the file is shorter than it was (an active recording restarted?)
                                     raise PullError(f"{name}: the device's file ended at {have} bytes, "
                                                     f"not {target}: it changed during the pull; pull again")
                                 break
-                            elif m.type == P.R_ERR:
-                                code, = struct.unpack_from("<H", m.payload, 0)
-                                if code in (P.E_CRC, P.E_BUSY):
-                                    raise _Retry("the device got a damaged request")
-                                raise DeviceError(code, P.unpack_str(m.payload, 2)[0])
-                    except _Retry as exc:
+                    except (Garbled, Stalled) as exc:
                         out.retries += 1
                         self.say(f"{name}: {exc} at byte {have}; asking again from there")
                         try:
@@ -395,7 +355,8 @@ class Puller:
                 sink.close()
             out.transferred += have - prefix[0]
             local = sink.local
-            if active and not check.damage and check.boundary < have:
+            check.close()
+            if active and check.cut_tail:
                 # the growing file's last bytes are not a whole frame: keep the copy to the frame before
                 cut = check.boundary
                 base, bcrc = 0, 0
@@ -412,6 +373,7 @@ class Puller:
                 os.fsync(f.fileno())
                 local = _crc_file(part, have)
                 self._save(state_path, f, name, have, dcrc)
+                check.damage.clear()  # the cut frame is not in the copy
             out.frames, out.damage = check.frames, list(check.damage)
         return have, dcrc, local
 
@@ -483,10 +445,6 @@ class _Sink(threading.Thread):
         # fsync, then the state that points at the synced bytes
         self.puller._save(self.state_path, self.f, self.name, self.synced,
                           P.crc32c_combine(before, run, self.synced - start))
-
-
-class _Retry(Exception):
-    pass
 
 
 def pull(client, names, dest, delete=False, say=print, progress=None, reconnect_s=30.0):
