@@ -10,6 +10,7 @@ package(
         "__init__.py",
         "_const.py",
         "_port.py",
+        "_wire.py",
         "config.py",
         "crc.py",
         "crc_viper.py",

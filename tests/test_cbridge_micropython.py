@@ -101,7 +101,9 @@ static const char *raised;
 static int ints_made;
 static mock_obj_t int_pool[64];
 __attribute__((noreturn)) void mock_raise(const char *msg) { raised = msg; longjmp(env, 1); }
-mp_obj_t mock_new_int(mp_uint_t v) { mock_obj_t *o = &int_pool[ints_made++ % 64]; o->is_buffer = 0; o->value = (mp_int_t)v; return o; }
+mp_obj_t mock_new_int(mp_uint_t v) {
+    mock_obj_t *o = &int_pool[ints_made++ % 64]; o->is_buffer = 0; o->value = (mp_int_t)v; return o;
+}
 
 static const char *stored[16];
 static const void *stored_obj[16];
@@ -121,7 +123,8 @@ static const mock_fun_t *natmod_fun(const char *qstr) {
 }
 static mock_obj_t num(mp_int_t v) { mock_obj_t o; memset(&o, 0, sizeof o); o.value = v; return o; }
 static mock_obj_t buf(void *p, size_t n, int typecode) {
-    mock_obj_t o; memset(&o, 0, sizeof o); o.is_buffer = 1; o.buffer.buf = p; o.buffer.len = n; o.buffer.typecode = typecode; return o;
+    mock_obj_t o; memset(&o, 0, sizeof o);
+    o.is_buffer = 1; o.buffer.buf = p; o.buffer.len = n; o.buffer.typecode = typecode; return o;
 }
 /* crc32c_update(data, start, end, st) through a function object; 0, or 1 if it raised */
 static int update(const mock_fun_t *f, const uint8_t *data, size_t len, mp_int_t start, mp_int_t end,
@@ -140,12 +143,15 @@ int main(void) {
                                   "MP_QSTR_transpose", "MP_QSTR_untranspose", "MP_QSTR_SIGNED", "MP_QSTR_BOOL"};
     mpy_init(NULL, 0, 0, NULL);
     if (strcmp(mock_module_name, "MP_QSTR_logbc") != 0) { printf("module name %s\n", mock_module_name); return 1; }
-    if ((size_t)n_stored != sizeof names / sizeof names[0] || mock_module->globals->len != 1 + sizeof names / sizeof names[0]) {
+    if ((size_t)n_stored != sizeof names / sizeof names[0]
+        || mock_module->globals->len != 1 + sizeof names / sizeof names[0]) {
         printf("names: natmod %d, module %d\n", n_stored, (int)mock_module->globals->len); return 1;
     }
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         if (strcmp(stored[i], names[i]) != 0 || strcmp(mock_module->globals->table[i + 1].key.qstr, names[i]) != 0) {
-            printf("name %d: %s / %s, want %s\n", (int)i, stored[i], mock_module->globals->table[i + 1].key.qstr, names[i]); return 1;
+            printf("name %d: %s / %s, want %s\n", (int)i, stored[i], mock_module->globals->table[i + 1].key.qstr,
+                   names[i]);
+            return 1;
         }
     }
     const mock_fun_t *funs[2] = {module_fun("MP_QSTR_crc32c_update"), natmod_fun("MP_QSTR_crc32c_update")};
@@ -164,10 +170,12 @@ int main(void) {
                 /* in pieces, chained, equals one pass of the kernel */
                 unsigned int s2[3] = {0xFFFFFFu, 0xFFu, 0xABCDu};
                 int mid = off + n / 3;
-                if (update(f, data, 300, off, mid, s2, sizeof s2, 'I') || update(f, data, 300, mid, off + n, s2, sizeof s2, 'I')) {
+                if (update(f, data, 300, off, mid, s2, sizeof s2, 'I')
+                    || update(f, data, 300, mid, off + n, s2, sizeof s2, 'I')) {
                     printf("raised %s\n", raised); return 1;
                 }
-                if (finish(s2) != logb_crc32c_sw(0, data + off, (size_t)n) || s2[0] > 0xFFFFFFu || s2[1] > 0xFFu || s2[2] != 0xABCDu) {
+                if (finish(s2) != logb_crc32c_sw(0, data + off, (size_t)n)
+                    || s2[0] > 0xFFFFFFu || s2[1] > 0xFFu || s2[2] != 0xABCDu) {
                     printf("off %d n %d: %08x\n", off, n, (unsigned)finish(s2)); return 1;
                 }
             }
@@ -178,7 +186,8 @@ int main(void) {
         unsigned char bytes8[8];
         if (update(f, data, 300, 5, 4, s3, sizeof s3, 'I') != 1 || update(f, data, 300, -1, 4, s3, sizeof s3, 'I') != 1
             || update(f, data, 300, 0, 301, s3, sizeof s3, 'I') != 1 || update(f, data, 300, 0, 1, s3, 4, 'I') != 1
-            || update(f, data, 300, 0, 1, (unsigned int *)bytes8, 8, 1) != 1 || update(f, data, 300, 0, 1, s3, sizeof s3, 'H') != 1
+            || update(f, data, 300, 0, 1, (unsigned int *)bytes8, 8, 1) != 1
+            || update(f, data, 300, 0, 1, s3, sizeof s3, 'H') != 1
             || s3[0] != 0xFFFFFFu || s3[1] != 0xFFu || update(f, data, 300, 300, 300, s3, sizeof s3, 'I') != 0) {
             printf("bounds not checked (%d)\n", k); return 1;
         }
@@ -209,7 +218,8 @@ def test_firmware_hook_asks_for_what_the_glue_provides():
     crc_py = (ROOT / "firmware" / "logb" / "crc.py").read_text()
     glue = (MP / "logbc_glue.h").read_text()
     assert "import logbc" in crc_py and "logbc.crc32c_update" in crc_py
-    assert "MP_QSTR_logbc" in (MP / "modlogbc.c").read_text() and "MOD = logbc" in (MP / "natmod" / "Makefile").read_text()
+    assert "MP_QSTR_logbc" in (MP / "modlogbc.c").read_text()
+    assert "MOD = logbc" in (MP / "natmod" / "Makefile").read_text()
     assert "logbc_crc32c_update_obj, 4, 4" in glue
     readme = (MP / "README.md").read_text()
     assert "crc32c_update" in readme

@@ -27,7 +27,6 @@ tests/firmware/test_fw_powercut.py runs 100 trials of this in CI.
 import argparse
 import concurrent.futures as cf
 import json
-import os
 import pathlib
 import random
 import signal

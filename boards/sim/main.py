@@ -14,10 +14,10 @@ import simhw
 import uctypes
 
 import logb
+from logb._wire import DLC_LENGTHS
 
 SLOT = 76  # u32 ticks, u32 id, u8 flags, u8 length, 2 reserved, 64 data bytes
 SLOTS = 16
-CAN_LENGTHS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 12, 16, 20, 24, 32, 48, 64)
 
 
 def arg(key, default):
@@ -51,7 +51,7 @@ class CanController:
         self.views = []
         for i in range(SLOTS):
             row = [None] * 65
-            for n in CAN_LENGTHS:
+            for n in DLC_LENGTHS:
                 row[n] = mv[i * SLOT + 12:i * SLOT + 12 + n]
             self.views.append(row)
 

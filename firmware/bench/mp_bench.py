@@ -5,7 +5,6 @@ import gc
 import io
 import json
 import struct
-import time
 
 import simhw
 import uctypes

@@ -19,7 +19,6 @@ import argparse
 import datetime
 import json
 import pathlib
-import platform
 import random
 import subprocess
 import sys
@@ -95,7 +94,8 @@ def run(n, reps):
         (d / "raw.lbcf").write_bytes(fwtools.raw_only_config())
         (d / "frames.bin").write_bytes(fwtools.encode_frames(msg_frames(compiled, n)))
         (d / "raw.bin").write_bytes(fwtools.encode_frames(raw_frames(n)))
-        puts = [f"{d / name}:/in/{name}" for name in ("params.json", "config.lbcf", "raw.lbcf", "frames.bin", "raw.bin")]
+        inputs = ("params.json", "config.lbcf", "raw.lbcf", "frames.bin", "raw.bin")
+        puts = [f"{d / name}:/in/{name}" for name in inputs]
         r = fwtools.run_board([ROOT / "firmware" / "bench" / "mp_bench.py"], put=puts, timeout=1800)
     return fwtools.result_line(r.stdout, "BENCH")
 
@@ -135,7 +135,8 @@ def section(R, n, reps, seconds):
         "| --- | --- | --- | --- | --- |",
     ]
     r1, us_pure = row("full writer, codec none, pure-Python CRC", "w_msg_none", nm, fl_m)
-    r2, us_js = row("full writer, codec none, native CRC (JS stand-in for the C module / viper)", "w_msg_jscrc", nm, fl_m)
+    r2, us_js = row("full writer, codec none, native CRC (JS stand-in for the C module / viper)", "w_msg_jscrc",
+                    nm, fl_m)
     r3, us_nocrc = row("full writer without any CRC (cost split only; not a valid file)", "w_msg_nocrc", nm, fl_m)
     r4, us_defl = row("full writer, deflate (wbits 10), pure-Python CRC", "w_msg_deflate", nm, fl_m)
     r5, _ = row("same, codec none, 2 KiB pages and DATA buffers", "w_msg_none_2k", nm, fl_m)

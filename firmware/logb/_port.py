@@ -1,9 +1,12 @@
-"""What differs between MicroPython and CPython, in one place.
+"""What differs between MicroPython and CPython, and between ports, in one place.
 
 On a board: `time.ticks_us`/`ticks_diff`/`ticks_add` (a wrapping counter of
-TICKS_PERIOD, 2**30 on 32-bit ports), `deflate`, `os.urandom`. Under CPython
-(tests, host tools) the same names are emulated with a 2**30 period, so the
-writer produces the same bytes on both for the same clock readings.
+TICKS_PERIOD, 2**30 on 32-bit ports), `time.sleep_ms`, `deflate`,
+`os.urandom`, streams whose `write(buf, off, n)` and `readinto(buf, n)` take
+a range instead of a copied slice, `micropython.kbd_intr`. Under CPython
+(tests, host tools) the same names are emulated (the ticks with a 2**30
+period), so the writer produces the same bytes on both for the same clock
+readings.
 """
 
 try:
@@ -27,6 +30,12 @@ except ImportError:  # CPython
     def ticks_add(a: int, d: int) -> int:  # type: ignore[misc]
         return (a + d) & _MASK
 
+if MICROPYTHON:
+    from time import sleep_ms  # type: ignore[attr-defined]
+else:
+    def sleep_ms(ms: int) -> None:  # type: ignore[misc]
+        _time.sleep(ms / 1000)
+
 
 if MICROPYTHON:
     from struct import pack_into
@@ -37,6 +46,41 @@ else:
         """CPython's 's' wants bytes; MicroPython's takes any buffer, uncopied."""
         return _pack_into(fmt, buf, offset, *[bytes(v) if isinstance(v, (bytearray, memoryview)) else v
                                                 for v in values])
+
+
+def range_writer(sink):
+    """A function (buf, off, n) writing buf[off:off + n] to `sink`: the sink's own
+    write when it takes that range (MicroPython streams, BlockSink, link.Recorder:
+    nothing copied, nothing allocated), else write() of a memoryview slice."""
+    write = sink.write
+    try:
+        write(b"", 0, 0)
+        return write
+    except TypeError:  # a CPython file: write(data) only
+        def write_slice(buf, off, n):
+            return write(memoryview(buf)[off:off + n])
+
+        return write_slice
+
+
+if MICROPYTHON:
+    def readinto(f, buf, n):
+        """Read up to n bytes of file f into the start of buf; returns the count (or None)."""
+        return f.readinto(buf, n)  # MicroPython streams take the count: no slice of buf to allocate
+else:
+    def readinto(f, buf, n):  # type: ignore[misc]
+        return f.readinto(memoryview(buf)[:n])
+
+
+def keyboard_interrupt(on):
+    """Let Ctrl-C on the console raise KeyboardInterrupt (on) or pass as a plain
+    byte (off: binary data on the port). Nothing where there is no such switch."""
+    if MICROPYTHON:
+        import micropython
+
+        switch = getattr(micropython, "kbd_intr", None)
+        if switch is not None:
+            switch(3 if on else -1)
 
 
 # The wrap period of the ticks counter: 2**30 on every 32-bit port (and in

@@ -105,11 +105,13 @@ RAM_PHASES = [
     "gc.collect()\nRAM['writer'] = gc.mem_alloc()\nRAM['streams'] = len(w.streams)\n",
     "import micropython\nitems = [(100 * i, IDS[i % len(IDS)], FLAGS[i % len(IDS)], bytes(LENS[i % len(IDS)]))"
     " for i in range(6000)]\n",
-    "def run():\n    for t, cid, fl, d in items:\n        clk[0] = t\n        w.append_can(t, cid, d, fl)\n        w.poll()\n"
+    "def run():\n    for t, cid, fl, d in items:\n        clk[0] = t\n        w.append_can(t, cid, d, fl)\n"
+    "        w.poll()\n"
     "w._seg_max = 20000\n"  # rotate often: the SCHEMAs come back from the config file, on a locked heap
     "ok = True\nmicropython.heap_lock()\ntry:\n    run()\nexcept MemoryError:\n    ok = False\n"
     "finally:\n    micropython.heap_unlock()\nRAM['steady_alloc_ok'] = ok\n"
-    "RAM['frames'] = sum(s.frames for s in w.streams)\nRAM['segments'] = w._seq + 1\nimport json\nprint('RESULT ' + json.dumps(RAM))\n",
+    "RAM['frames'] = sum(s.frames for s in w.streams)\nRAM['segments'] = w._seq + 1\n"
+    "import json\nprint('RESULT ' + json.dumps(RAM))\n",
 ]
 
 
@@ -184,7 +186,8 @@ def test_mip_package_json_installs(tmp_path):
         shutil.copy(fwtools.FIRMWARE / src, target / dst)
     script = tmp_path / "t.py"
     script.write_text("import logb, io\nfrom logb import crc\nw = logb.Writer(io.BytesIO(), session='0' * 32)\n"
-                      "w.close()\nprint('RESULT {\"backend\": \"%s\", \"version\": \"%s\"}' % (crc.backend, logb.__version__))\n")
+                      "w.close()\n"
+                      "print('RESULT {\"backend\": \"%s\", \"version\": \"%s\"}' % (crc.backend, logb.__version__))\n")
     r = fwtools.run_board([script], lib=target / "logb")
     res = fwtools.result_line(r.stdout)
     assert res == {"backend": "pure", "version": pkg["version"]}  # no native emitter in this port: pure CRC

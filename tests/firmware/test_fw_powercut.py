@@ -25,7 +25,8 @@ def test_power_cuts(durability, tmp_path, monkeypatch):
     mjs = fwtools.need_micropython()
     monkeypatch.setenv("LOGB_MICROPYTHON_MJS", str(mjs))
     ref = powercut.Reference(tmp_path, durability=durability)
-    results = powercut.run_trials(ref, TRIALS[durability], jobs=2, seed={"frame": 1, "segment": 2, "close": 3}[durability])
+    seed = {"frame": 1, "segment": 2, "close": 3}[durability]
+    results = powercut.run_trials(ref, TRIALS[durability], jobs=2, seed=seed)
     assert len(results) == TRIALS[durability]
     killed = [r for r in results if r["killed"]]
     assert len(killed) >= TRIALS[durability] // 2  # most cuts land while it records

@@ -17,7 +17,8 @@ from logb.can.bus import bus_frames, buses, merge_order
 from logb.can.config import ConfigEntry, config_entries, encode_config
 from logb.can.dbc import compile_dbc, raw_stream_uuid
 from logb.can.decode import decode_file
-from logb.can.formats import _len2dlc, read_logb
+from logb.can.formats import read_logb
+from logb.can.layout import len_to_dlc
 from logb.can.stats import trace_stats
 from logb.cli.main import main as logb_main
 from logb.framing import FILE_HEADER_SIZE
@@ -192,7 +193,7 @@ def test_routing_is_declared_and_nothing_is_lost(setup):
         assert b.t.tolist() == want_t and b.session.tolist() == [0] * len(frames)
         assert b.id.tolist() == [cid for _, cid, _, _, _ in frames]
         assert b.flags.tolist() == [fl for _, _, fl, _, _ in frames]
-        assert b.dlc.tolist() == [_len2dlc(len(d)) if dlc < 0 else dlc for _, _, _, d, dlc in frames]
+        assert b.dlc.tolist() == [len_to_dlc(len(d)) if dlc < 0 else dlc for _, _, _, d, dlc in frames]
         assert [bytes(x) for x in b.data] == [d.ljust(64, b"\0") for _, _, _, d, _ in frames]
     assert bus_frames(fx).from_messages == alone and bus_frames(fm).from_messages == 0
     assert bus_frames(fx).routing == "exclusive" and bus_frames(fm).routing == "mirror"
@@ -272,7 +273,8 @@ def decoded_equal(a, b):
         assert x.raw.keys() == y.raw.keys() and x.text.keys() == y.text.keys()
         for k in x.raw:
             nan = x.raw[k].dtype.kind == "f"
-            assert np.array_equal(x.raw[k], y.raw[k], equal_nan=nan) and np.array_equal(x.phys[k], y.phys[k], equal_nan=nan)
+            assert np.array_equal(x.raw[k], y.raw[k], equal_nan=nan)
+            assert np.array_equal(x.phys[k], y.phys[k], equal_nan=nan)
         for k in x.text:
             assert list(x.text[k]) == list(y.text[k])
 

@@ -240,7 +240,8 @@ def test_every_cut_is_a_valid_file():
         assert len(got) == k and (got == full.axis[:k]).all()
         if n >= 16:
             assert f.report.truncated == (last < n)
-            assert [(r.start, r.end, r.cause) for r in f.report.skipped] == ([] if last == n else [(last, n, "truncated")])
+            expected = [] if last == n else [(last, n, "truncated")]
+            assert [(r.start, r.end, r.cause) for r in f.report.skipped] == expected
 
 
 class Recorder:
