@@ -5,7 +5,6 @@ hostile writer would make it."""
 import struct
 
 from handmade import MAGIC, frame, header  # noqa: F401 - re-exported for the recovery tests
-from handmade import PATTERN as SYNC_PATTERN
 from handmade import _crc as crc32c
 
 

@@ -137,8 +137,8 @@ def test_round_trip_to_own_format(name, tmp_path):
     again = formats.read_trace(back)
     first = formats.read_trace(src)
     assert again.dated == first.dated
-    for bus_name, bus in first.buses.items():
-        other = again.buses[bus_name]
+    for name, bus in first.buses.items():
+        other = again.buses[name]
         assert np.array_equal(bus.t, other.t)
         for col in ("id", "flags", "dlc", "data"):
             assert np.array_equal(getattr(bus, col), getattr(other, col)), col

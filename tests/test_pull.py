@@ -5,12 +5,10 @@ a recording still growing, resuming a killed pull, --delete, refusals."""
 
 import io
 import json
-import os
 import pathlib
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 

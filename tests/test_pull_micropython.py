@@ -3,7 +3,6 @@ WebAssembly port in Node.js): streaming a recording and idling in link mode
 allocate nothing — both run with micropython.heap_lock() held — so a pull
 costs the logger a fixed, preallocated amount of RAM."""
 
-import json
 import pathlib
 import struct
 import sys

@@ -2,7 +2,6 @@
 codecs and filters come back raw-identical with the axis the spec defines."""
 
 import io
-import math
 import struct
 
 import numpy as np
@@ -13,7 +12,7 @@ from hypothesis import strategies as st
 import _frames
 import logb
 from _strategies import column_values, raw_equal, schemas
-from logb import AxisKind, AxisMode, ByteOrder, Codec, Conversion, DataType, Field, Schema
+from logb import AxisKind, AxisMode, ByteOrder, Codec, DataType, Field, Schema
 from logb.errors import EncodeError
 
 I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1

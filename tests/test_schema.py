@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from _strategies import schemas
-from logb import (AxisKind, AxisMode, ByteOrder, Conversion, ConversionType, DataType, Field,
+from logb import (AxisKind, AxisMode, ByteOrder, Conversion, DataType, Field,
                   InvalidSchemaError, MalformedPayloadError, Schema)
 from logb.binary import Builder
 

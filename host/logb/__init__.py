@@ -25,5 +25,5 @@ __all__ = [
     "AxisKind", "AxisMode", "ByteOrder", "Codec", "Conversion", "ConversionType", "CorruptFrameError",
     "DataType", "EncodeError", "Field", "Filter", "FrameType", "InvalidDataError", "InvalidSchemaError",
     "LogbError", "LogbFile", "MalformedPayloadError", "NotLogbError", "Schema", "UnsupportedCodecError",
-    "UnsupportedFilterError", "UnsupportedVersionError", "Writer", "backend", "detect", "stream_uuid",
+    "UnsupportedFilterError", "UnsupportedVersionError", "Writer", "backend", "detect", "open", "stream_uuid",
 ]
