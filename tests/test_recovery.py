@@ -13,6 +13,7 @@ import pytest
 
 import _frames
 import logb
+from handmade import PATTERN as SYNC_PATTERN
 from logb import AxisKind, AxisMode, ByteOrder, Codec, DataType, Field, Schema
 from logb.framing import encode_frame
 from logb.scan import Report, iter_frames
@@ -319,7 +320,7 @@ def hand_data(base, values, run_id=0):
 
 
 def hand_sync(seq):
-    return _frames.SYNC_PATTERN + struct.pack("<Qq", seq, 0)
+    return SYNC_PATTERN + struct.pack("<Qq", seq, 0)
 
 
 def test_unknown_axis_mode_rejects_that_stream_only():
@@ -491,14 +492,13 @@ def test_hostile_zero_size_records_do_not_exhaust_memory():
         import resource, struct, sys
         sys.path.insert(0, {str(__import__('pathlib').Path(__file__).parent)!r})
         resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
-        import _frames, logb
-        from tests_helpers import nothing
-    """).replace("from tests_helpers import nothing\n", "")
+        import _frames, handmade, logb
+    """)
     code += textwrap.dedent("""
         empty = b"\\x03" * 16 + struct.pack("<I", 1) + b"z" + struct.pack("<I", 0)
         empty += struct.pack("<BBbB", 0, 0, -9, 0) + struct.pack("<I", 0) + struct.pack("<qq", 1, 0)
         empty += struct.pack("<HH", 0, 0) + struct.pack("<I", 0)
-        body = _frames.frame(0x01, _frames.SYNC_PATTERN + bytes(16)) + _frames.frame(0x10, empty, 1)
+        body = _frames.frame(0x01, handmade.PATTERN + bytes(16)) + _frames.frame(0x10, empty, 1)
         body += _frames.frame(0x20, struct.pack("<qIIBBHQ", 0, 2**32 - 1, 0, 0, 0, 0, 0), 1)
         body += _frames.frame(0x20, struct.pack("<qIIBBHQ", 0, 3, 0, 0, 0, 0, 0), 1)
         f = logb.LogbFile(_frames.header() + body)

@@ -12,7 +12,7 @@ import handmade as hm
 import logb
 from logb import fields, tables
 from logb.reader import FRAME_RULES
-from logb.frames import RECORD_TYPES
+from logb.frames import FRAME_CLASSES
 
 SPEC = pathlib.Path(__file__).resolve().parent.parent / "docs" / "SPEC.md"
 
@@ -73,8 +73,8 @@ def test_reader_dispatches_every_frame_type():
     would be skipped as unknown. SIGN is the one reserved type: no payload
     class, not read."""
     assert set(FRAME_RULES) == set(tables.FrameType)
-    assert set(RECORD_TYPES) == set(tables.FrameType) - {tables.FrameType.SIGN}
-    assert all(cls.TYPE == t for t, cls in RECORD_TYPES.items())
+    assert set(FRAME_CLASSES) == set(tables.FrameType) - {tables.FrameType.SIGN}
+    assert all(cls.TYPE == t for t, cls in FRAME_CLASSES.items())
     assert [t for t, rule in FRAME_RULES.items() if rule.decode is None] == [tables.FrameType.SIGN]
 
 

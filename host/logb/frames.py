@@ -254,4 +254,4 @@ class End(_Frame):
 
 
 # Which class parses which frame type (every type but the reserved SIGN).
-RECORD_TYPES = {cls.TYPE: cls for cls in (Sync, SchemaFrame, Meta, Attach, Run, Data, Index, End)}
+FRAME_CLASSES = {cls.TYPE: cls for cls in (Sync, SchemaFrame, Meta, Attach, Run, Data, Index, End)}

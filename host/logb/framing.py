@@ -1,6 +1,6 @@
 """Byte-level framing: the file header, the 12-byte frame envelope, detection.
 
-Nothing here knows what a payload means; records.py does.
+Nothing here knows what a payload means; frames.py does.
 """
 
 import struct

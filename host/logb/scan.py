@@ -17,9 +17,9 @@ exception. Strict mode raises CorruptFrameError at the first damage instead.
 Bounded memory when fed: the scanner holds only what a decision still needs
 (a frame it waits for, a SYNC candidate, a few bytes of pattern). A frame
 whose declared payload exceeds `max_payload` (MAX_HELD_PAYLOAD) is not waited
-for: fed, it is treated as running past the end of the input, so a hostile
-length costs a resync, never gigabytes. `scan(buf)` has the whole input and no
-such limit.
+for (SPEC §10.3 allows it): fed, it is treated as running past the end of the
+input, so a hostile length costs a resync, never gigabytes. `scan(buf)` has
+the whole input and no such limit.
 """
 
 from dataclasses import dataclass, field
@@ -175,12 +175,6 @@ def sync_frames(buf, after=-1):
             return
         yield q
         after = q
-
-
-def find_sync(buf, start):
-    """Offset of the first CRC-valid, well-formed SYNC frame starting after
-    `start` (or at 0 when `start` is 0), or None."""
-    return next(sync_frames(buf, -1 if start == 0 else start), None)
 
 
 class FrameScanner:

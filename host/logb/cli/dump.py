@@ -1,6 +1,6 @@
 """logb dump: frames or records, human-readable or as JSON Lines."""
 
-from ..frames import RECORD_TYPES
+from ..frames import FRAME_CLASSES
 from ..scan import FrameRef, FrameScanner
 from ..tables import FrameType
 from .common import EXIT_DAMAGED, EXIT_OK, column_values, dumps, open_logb
@@ -49,7 +49,7 @@ def _frames(f, args, out):
     for fr in (ev for ev in FrameScanner().scan(f.buf) if type(ev) is FrameRef):
         name = FrameType(fr.type).name if fr.type in FrameType._value2member_map_ else f"0x{fr.type:02x}"
         obj = {"offset": fr.offset, "type": name, "stream_id": fr.stream_id, "payload_len": fr.payload_len}
-        cls = RECORD_TYPES.get(fr.type)
+        cls = FRAME_CLASSES.get(fr.type)
         if cls is not None and fr.type not in (FrameType.SCHEMA, FrameType.DATA, FrameType.ATTACH):
             try:
                 obj["payload"] = _payload_json(cls.decode(fr.payload(f.buf)))
@@ -73,9 +73,9 @@ def _frames(f, args, out):
             out.write(f"{obj['offset']:>10}  {obj['type']:<7} {extra}\n")
 
 
-def _payload_json(rec):
+def _payload_json(payload):
     out = {}
-    for k, v in vars(rec).items():
+    for k, v in vars(payload).items():
         if isinstance(v, bytes):
             v = v.hex()
         elif isinstance(v, tuple):

@@ -1,5 +1,6 @@
-"""Opening a sealed file from its tail (END → INDEX) and the INDEX's authority."""
+"""A sealed file opened from its END (END → INDEX) and the INDEX's authority."""
 
+import dataclasses
 import io
 import struct
 
@@ -10,17 +11,17 @@ import logb
 from logb import AxisKind, AxisMode, DataType, Field, Schema
 from logb.crc import crc32c
 from logb.errors import IndexUnavailableError
-from logb.tail import IndexedFile
+from logb.seal import IndexedFile
 
 SCHEMA = Schema(uuid=b"\x01" * 16, name="x", record_bits=32, axis_kind=AxisKind.time,
                 axis_mode=AxisMode.explicit, axis_exp=-6, axis_scale=1, axis_field=0,
                 fields=(Field("t", 0, 16, DataType.uint), Field("v", 16, 16, DataType.sint)))
 
 
-def sealed(frames=50, close=True):
+def sealed(frames=50, close=True, schema=SCHEMA):
     bio = io.BytesIO()
     w = logb.Writer(bio, segment_bytes=500)
-    sw = w.add_stream(SCHEMA)
+    sw = w.add_stream(schema)
     for k in range(frames):
         sw.write_batch({"t": np.arange(10) * 10, "v": np.arange(10) + k * 10}, axis_base=k * 100)
     if close:
@@ -54,26 +55,38 @@ def _index_offset(data):
     return off
 
 
-def _tamper_first_entry_count(data):
+def _tamper_first_entry(data, fmt, at, value):
+    """`data` with the INDEX's first entry changed at byte `at` of the entry, CRC restored."""
     off = _index_offset(data)
     buf = bytearray(data)
     (plen,) = struct.unpack_from("<I", buf, off)
-    # stream_count(4) + uuid(16) + entry_count(4) + back_offset(8) + first_axis(8) → record_count
-    pos = off + 8 + 4 + 16 + 4 + 16
-    struct.pack_into("<I", buf, pos, 9999)
+    # stream_count(4) + uuid(16) + entry_count(4), then back_offset(8) first_axis(8) record_count(4) run_id(4)
+    struct.pack_into(fmt, buf, off + 8 + 4 + 16 + 4 + at, value)
     struct.pack_into("<I", buf, off + 8 + plen, crc32c(bytes(buf[off : off + 8 + plen])))
     return bytes(buf)
 
 
 def test_a_lying_index_is_corrupt_and_the_frames_stand():
-    bad = _tamper_first_entry_count(sealed())
+    bad = _tamper_first_entry(sealed(), "<I", 16, 9999)  # its record_count
     f = logb.LogbFile(bad)
     assert list(f.index_valid.values()) == [False]
     assert any(n.kind == "corrupt-index" for n in f.report.notes)
     assert f.stream("x").records == 500 and f.report.clean
-    with IndexedFile(bad) as tail:
+    with IndexedFile(bad) as opened:
         with pytest.raises(IndexUnavailableError):
-            list(tail.stream("x").window(0, 10**9))
+            list(opened.stream("x").window(0, 10**9))
+
+
+@pytest.mark.parametrize("mode", [AxisMode.explicit, AxisMode.implicit], ids=lambda m: m.name)
+def test_an_index_first_axis_that_disagrees_with_its_frame_is_unavailable(mode):
+    """Implicit axes: checked against the frame's axis_base; explicit: against
+    its first decoded record."""
+    schema = SCHEMA if mode == AxisMode.explicit else dataclasses.replace(
+        SCHEMA, axis_mode=AxisMode.implicit, axis_step=10)
+    bad = _tamper_first_entry(sealed(frames=3, schema=schema), "<q", 8, 7)  # its first_axis
+    with IndexedFile(bad) as f:
+        with pytest.raises(IndexUnavailableError, match="first_axis"):
+            list(f.stream("x").window(0, 10**9))
 
 
 def test_index_that_omits_a_frame_is_corrupt():
