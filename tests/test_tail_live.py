@@ -9,7 +9,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 
 import pytest
 
@@ -32,19 +31,31 @@ def finish(p, timeout=60):
     return p.returncode, [json.loads(x) for x in out.splitlines()], err
 
 
-def watch(p, done, timeout=45):
-    """Lines of a running `logb tail --json` until done(lines) (then Ctrl-C) or the timeout."""
-    lines = []
-    t = threading.Thread(target=lambda: lines.extend(json.loads(x) for x in p.stdout), daemon=True)
-    t.start()
-    end = time.monotonic() + timeout
-    while time.monotonic() < end and p.poll() is None and not done(list(lines)):
-        time.sleep(0.1)
-    p.send_signal(signal.SIGINT)
-    err = p.stderr.read()
-    p.wait(20)
-    t.join(5)
-    return p.returncode, lines, err
+class Watch:
+    """The JSON lines of a running `logb tail --json`, read as they come, so a
+    test waits on what tail has shown rather than on the clock."""
+
+    def __init__(self, p):
+        self.p, self.lines = p, []
+        self._t = threading.Thread(target=lambda: self.lines.extend(json.loads(x) for x in p.stdout), daemon=True)
+        self._t.start()
+
+    def wait(self, done, timeout=60):
+        """True once done(lines) holds; False when tail exits or the timeout passes first."""
+        return rig.wait_until(lambda: done(list(self.lines)) or self.p.poll() is not None, timeout, 0.1) \
+            and done(list(self.lines))
+
+    def stop(self):
+        """Ctrl-C, as a user would: (exit status, lines, stderr)."""
+        self.p.send_signal(signal.SIGINT)
+        err = self.p.stderr.read()
+        self.p.wait(20)
+        self._t.join(5)
+        return self.p.returncode, self.lines, err
+
+
+def records_shown(lines):
+    return sum("session" not in x for x in lines)
 
 
 def after_second_session(lines):
@@ -81,17 +92,17 @@ def test_tail_survives_a_reboot_cpython(tmp_path):
     dev = tmp_path / "sd"
     dev.mkdir()
     with rig.Cable(tmp_path) as cable:
-        a = rig.cpython_device(cable.device, dev, record=rig.LANCER, name="rec-0001.logb", speed=10, limit=60000)
+        # Both recordings outlast any reconnect delay on a loaded machine (the trace is 55 s).
+        a = rig.cpython_device(cable.device, dev, record=rig.LANCER, name="rec-0001.logb", speed=2)
         b = None
         try:
             assert rig.wait_until(lambda: (dev / "rec-0001.logb").stat().st_size > 20000)
-            p = tail(cable.host, duration=60)
-            time.sleep(2.5)
+            w = Watch(tail(cable.host, duration=120))
+            assert w.wait(lambda ls: records_shown(ls) >= 20), "tail showed no records of the first recording"
             a.kill()  # power cut: the logger reboots and records a new file, a new session
-            time.sleep(1.0)
-            b = rig.cpython_device(cable.device, dev, record=rig.LANCER, name="rec-0002.logb", speed=6,
-                                   limit=60000)
-            rc, lines, err = watch(p, lambda ls: sum("id" in x for x in after_second_session(ls)) >= 50)
+            b = rig.cpython_device(cable.device, dev, record=rig.LANCER, name="rec-0002.logb", speed=1)
+            w.wait(lambda ls: records_shown(after_second_session(ls)) >= 50, 90)
+            rc, lines, err = w.stop()
         finally:
             a.kill()
             if b is not None:
@@ -116,8 +127,8 @@ def test_tail_with_a_dbc_through_a_board_reboot(tmp_path):
         b = None
         try:
             assert rig.wait_until(lambda: (sd / "rec.logb").stat().st_size > 50000, 30)
-            p = tail(cable.host, "--dbc", rig.GIORGIO, duration=60)
-            time.sleep(3.0)
+            w = Watch(tail(cable.host, "--dbc", rig.GIORGIO, duration=120))
+            assert w.wait(lambda ls: records_shown(ls) >= 20), "tail showed no records before the reboot"
             a.kill()
             b = rig.micropython_device(cable.device, sd / "rec.logb", speed=2, limit=70000, deadline=90,
                                        settings={"session": "5e" * 16})
@@ -126,7 +137,8 @@ def test_tail_with_a_dbc_through_a_board_reboot(tmp_path):
                 got = {x.get("stream") for x in after_second_session(ls)}
                 return {"NEW_MSG_11C", "coolant", "can0"} <= got and got & {"ABS_6", "NEW_MSG_118", "EPS_3"}
 
-            rc, lines, err = watch(p, enough)
+            w.wait(enough, 90)
+            rc, lines, err = w.stop()
         finally:
             a.kill()
             if b is not None:
