@@ -88,25 +88,33 @@ def test_tail_shows_the_frames_the_logger_records(tmp_path):
     assert recs[0]["t"] > float(c.seconds()[0]) + 1.0
 
 
+def tail_through_reboot(cable, boot, recorded, tail_args, enough):
+    """Start the logger (`boot(0)`), tail it once `recorded()` holds, cut its power
+    after tail has shown records, boot it again (`boot(1)`) and stop tail once
+    enough(lines after the second session) holds: (exit status, lines, stderr)."""
+    devices = [boot(0)]
+    try:
+        assert rig.wait_until(recorded, 30)
+        w = Watch(tail(cable.host, *tail_args, duration=120))
+        assert w.wait(lambda ls: records_shown(ls) >= 20), "tail showed no records before the reboot"
+        devices[0].kill()  # power cut: the logger reboots, a new writer session
+        devices.append(boot(1))
+        w.wait(lambda ls: enough(after_second_session(ls)), 90)
+        return w.stop()
+    finally:
+        for d in devices:
+            d.kill()
+
+
 def test_tail_survives_a_reboot_cpython(tmp_path):
     dev = tmp_path / "sd"
     dev.mkdir()
     with rig.Cable(tmp_path) as cable:
         # Both recordings outlast any reconnect delay on a loaded machine (the trace is 55 s).
-        a = rig.cpython_device(cable.device, dev, record=rig.LANCER, name="rec-0001.logb", speed=2)
-        b = None
-        try:
-            assert rig.wait_until(lambda: (dev / "rec-0001.logb").stat().st_size > 20000)
-            w = Watch(tail(cable.host, duration=120))
-            assert w.wait(lambda ls: records_shown(ls) >= 20), "tail showed no records of the first recording"
-            a.kill()  # power cut: the logger reboots and records a new file, a new session
-            b = rig.cpython_device(cable.device, dev, record=rig.LANCER, name="rec-0002.logb", speed=1)
-            w.wait(lambda ls: records_shown(after_second_session(ls)) >= 50, 90)
-            rc, lines, err = w.stop()
-        finally:
-            a.kill()
-            if b is not None:
-                b.kill()
+        rc, lines, err = tail_through_reboot(
+            cable, lambda n: rig.cpython_device(cable.device, dev, record=rig.LANCER, name=f"rec-000{n + 1}.logb",
+                                                speed=2 - n),
+            lambda: (dev / "rec-0001.logb").stat().st_size > 20000, (), lambda ls: records_shown(ls) >= 50)
     assert rc == 0, err
     order = ["session:" + x["session"] if "session" in x else "rec" for x in lines]
     sessions = [x for x in order if x.startswith("session:")]
@@ -122,27 +130,15 @@ def test_tail_with_a_dbc_through_a_board_reboot(tmp_path):
     (the same SD file, a new session)."""
     sd = tmp_path / "sd"
     sd.mkdir()
+    def enough(ls):
+        got = {x.get("stream") for x in ls}
+        return {"NEW_MSG_11C", "coolant", "can0"} <= got and got & {"ABS_6", "NEW_MSG_118", "EPS_3"}
+
     with rig.Cable(tmp_path) as cable:
-        a = rig.micropython_device(cable.device, sd / "rec.logb", speed=2, limit=70000, deadline=90)
-        b = None
-        try:
-            assert rig.wait_until(lambda: (sd / "rec.logb").stat().st_size > 50000, 30)
-            w = Watch(tail(cable.host, "--dbc", rig.GIORGIO, duration=120))
-            assert w.wait(lambda ls: records_shown(ls) >= 20), "tail showed no records before the reboot"
-            a.kill()
-            b = rig.micropython_device(cable.device, sd / "rec.logb", speed=2, limit=70000, deadline=90,
-                                       settings={"session": "5e" * 16})
-
-            def enough(ls):
-                got = {x.get("stream") for x in after_second_session(ls)}
-                return {"NEW_MSG_11C", "coolant", "can0"} <= got and got & {"ABS_6", "NEW_MSG_118", "EPS_3"}
-
-            w.wait(enough, 90)
-            rc, lines, err = w.stop()
-        finally:
-            a.kill()
-            if b is not None:
-                b.kill()
+        rc, lines, err = tail_through_reboot(
+            cable, lambda n: rig.micropython_device(cable.device, sd / "rec.logb", speed=2, limit=70000, deadline=90,
+                                                    settings={"session": "5e" * 16} if n else None),
+            lambda: (sd / "rec.logb").stat().st_size > 50000, ("--dbc", rig.GIORGIO), enough)
     assert rc == 0, err
     sessions = [x["session"] for x in lines if "session" in x]
     assert len(sessions) == 2 and sessions[1] == "5e" * 16, err

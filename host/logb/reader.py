@@ -27,7 +27,7 @@ from .scan import Report, check_header, iter_frames
 from .schema import Schema, partial_identity
 from .seal import end_problems, index_problem
 from .segments import Segment, resolve_sessions
-from .source import open_source
+from .source import SourceReader, open_source
 from .tables import FILE, FRAME_SCOPE, STREAM, AxisMode, Codec, DataType, Filter, FrameType
 from .timebase import UNDATED, WallTime
 
@@ -283,7 +283,7 @@ def _empty_column(f):
     return np.zeros(0, dtype)
 
 
-class LogbFile:
+class LogbFile(SourceReader):
     """A scanned Logb input. `strict` raises at the first damage; `recover`
     accepts an input whose file header is missing or damaged by resyncing at
     its first SYNC frame. `progress(offset)` is called after each frame."""
@@ -320,16 +320,6 @@ class LogbFile:
                         progress(fr.end)
         self.sessions = resolve_sessions(self.segments, [off for off, _end in self.ends], self._note)
         self._check_index_and_end()
-
-    # context management
-    def close(self):
-        self.source.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
     # lookup
     def stream(self, key):

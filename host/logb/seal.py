@@ -16,7 +16,7 @@ from .framing import FILE_HEADER_SIZE, FRAME_OVERHEAD, decode_file_header
 from .frames import DATA_HEADER_SIZE, END_PAYLOAD_SIZE, DataHeader, End, Index, Sync, axis_value, pack_axis
 from .scan import FrameRef, FrameScanner, frame_at
 from .schema import Schema
-from .source import open_source
+from .source import SourceReader, open_source
 from .tables import AxisMode, FrameType
 
 END_FRAME_SIZE = FRAME_OVERHEAD + END_PAYLOAD_SIZE  # the last 28 bytes of a sealed file
@@ -144,7 +144,7 @@ class IndexedStream:
             yield offset, b
 
 
-class IndexedFile:
+class IndexedFile(SourceReader):
     """The last writer session of a sealed file, opened from its END (SPEC
     §9.2): END -> INDEX, and the session's first segment for the schemas.
     Anything that disagrees raises IndexUnavailableError; the caller then
@@ -198,11 +198,3 @@ class IndexedFile:
                 return s
         raise KeyError(f"no stream {key!r}")
 
-    def close(self):
-        self.source.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()

@@ -29,6 +29,21 @@ class Source:
         self.close()
 
 
+class SourceReader:
+    """Base of the readers that own a Source: closing the reader closes it."""
+
+    source: Source
+
+    def close(self):
+        self.source.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
 def _map_file(f, closers, name):
     try:
         size = os.fstat(f.fileno()).st_size
