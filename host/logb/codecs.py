@@ -27,35 +27,41 @@ def _zstd():
     return zstandard
 
 
-def compress(data, codec, level=None):
-    if codec == Codec.none:
-        return bytes(data)
-    if codec == Codec.zstd:
-        return _zstd().ZstdCompressor(level=3 if level is None else level).compress(data)
-    if codec == Codec.lz4:
-        import lz4.block
+def _zstd_compress(data, level):
+    return _zstd().ZstdCompressor(level=3 if level is None else level).compress(data)
 
-        return lz4.block.compress(bytes(data), store_size=False)
-    if codec == Codec.deflate:
-        c = zlib.compressobj(6 if level is None else level, zlib.DEFLATED, -15)
-        return c.compress(data) + c.flush()
-    raise UnsupportedCodecError(f"unknown codec {codec}")
+
+def _lz4_compress(data, level):
+    import lz4.block
+
+    return lz4.block.compress(bytes(data), store_size=False)
+
+
+def _deflate_compress(data, level):
+    c = zlib.compressobj(6 if level is None else level, zlib.DEFLATED, -15)
+    return c.compress(data) + c.flush()
+
+
+def _none_decode(stored, raw_size):
+    if len(stored) != raw_size:
+        raise InvalidDataError(f"raw_size {raw_size} but {len(stored)} bytes stored")
+    return stored
+
+
+def _codec(codec):
+    try:
+        return CODECS[codec]
+    except KeyError:
+        raise UnsupportedCodecError(f"unknown codec {codec}") from None
+
+
+def compress(data, codec, level=None):
+    return _codec(codec)[0](data, level)
 
 
 def decompress(stored, codec, raw_size):
     """Decode `stored` to exactly raw_size bytes."""
-    if codec == Codec.none:
-        if len(stored) != raw_size:
-            raise InvalidDataError(f"raw_size {raw_size} but {len(stored)} bytes stored")
-        return stored
-    if codec == Codec.zstd:
-        out = _zstd_decode(stored, raw_size)
-    elif codec == Codec.lz4:
-        out = _lz4_decode(stored, raw_size)
-    elif codec == Codec.deflate:
-        out = _deflate_decode(stored, raw_size)
-    else:
-        raise UnsupportedCodecError(f"unknown codec {codec}")
+    out = _codec(codec)[1](stored, raw_size)
     if len(out) != raw_size:
         raise InvalidDataError(f"decoded {len(out)} bytes, raw_size says {raw_size}")
     return out
@@ -123,6 +129,16 @@ def _lz4_decode(stored, raw_size):
         return lz4.block.decompress(bytes(stored), uncompressed_size=raw_size)
     except lz4.block.LZ4BlockError as exc:
         raise InvalidDataError(f"lz4: {exc}") from None
+
+
+# The one codec table (ids in tables.Codec): (compress(data, level), decode(stored, raw_size)).
+# A decoder never allocates past raw_size and rejects anything but exactly raw_size bytes.
+CODECS = {
+    Codec.none: (lambda data, level: bytes(data), _none_decode),
+    Codec.zstd: (_zstd_compress, _zstd_decode),
+    Codec.lz4: (_lz4_compress, _lz4_decode),
+    Codec.deflate: (_deflate_compress, _deflate_decode),
+}
 
 
 def check_filter(filt):
