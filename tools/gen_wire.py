@@ -31,13 +31,13 @@ LINK_NAMES = ("VERSION", "HEAD", "ESCAPE",
               "R_HELLO", "R_LIST", "R_STAT", "R_DATA", "R_END", "R_TICK", "R_HASH", "R_OK", "R_ERR",
               "E_REQUEST", "E_NOENT", "E_BUSY", "E_REFUSED", "E_MISMATCH", "E_IO", "E_CRC",
               "S_COMPLETE", "S_SHORT", "S_CLOSED", "F_ACTIVE")
-HEX_PREFIXES = ("FT_", "T_", "R_", "FLAG_", "EXACT_", "MAGIC")  # ids and bit masks read best in hex
+HEX_PREFIXES = ("FT_", "T_", "R_", "FLAG_", "EXACT_", "MAGIC", "POLY")  # ids and bit masks read best in hex
 _PLAIN = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
 
 
 def consumers():
     """{firmware module file name: [(name, value, host source), ...]} in block order."""
-    from logb import framing, tables
+    from logb import crc, framing, tables
     from logb.can import config as lbcf
     from logb.can import dbc, layout
     from logb.frames import DATA_HEADER_SIZE
@@ -51,7 +51,6 @@ def consumers():
     frame_types = [("FT_" + t.name, int(t), "logb.tables.FrameType." + t.name)
                    for t in (tables.FrameType.SYNC, tables.FrameType.SCHEMA, tables.FrameType.META,
                              tables.FrameType.ATTACH, tables.FrameType.DATA, tables.FrameType.END)]
-    routing_key = layout.ROUTING_KEY.encode()
     writer = frame_types + [
         ("CODEC_DEFLATE", int(tables.Codec.deflate), "logb.tables.Codec.deflate"),
         ("MAGIC", framing.MAGIC, "logb.framing.MAGIC"),
@@ -59,12 +58,14 @@ def consumers():
         ("VERSION_MINOR", framing.VERSION_MINOR, "logb.framing.VERSION_MINOR"),
         ("SYNC_PATTERN", framing.SYNC_PATTERN, "logb.framing.SYNC_PATTERN"),
         ("FRAME_HEADER_SIZE", framing.FRAME_HEADER_SIZE, "logb.framing.FRAME_HEADER_SIZE"),
-        ("DATA_HEADER_SIZE", DATA_HEADER_SIZE, "logb.records.DATA_HEADER_SIZE"),
+        ("DATA_HEADER_SIZE", DATA_HEADER_SIZE, "logb.frames.DATA_HEADER_SIZE"),
         ("FLAG_EXTENDED", layout.FLAG_EXTENDED, "logb.can.layout.FLAG_EXTENDED"),
         ("FLAG_REMOTE", layout.FLAG_REMOTE, "logb.can.layout.FLAG_REMOTE"),
         ("FLAG_ERROR", layout.FLAG_ERROR, "logb.can.layout.FLAG_ERROR"),
         ("LEN_TO_DLC", bytes(layout.len_to_dlc(n) for n in range(layout.FD_PAYLOAD + 1)),
          "logb.can.layout.len_to_dlc(0..64)"),
+        ("LOST_CONTROLLER", tables.LOST_CONTROLLER.encode(), "logb.tables.LOST_CONTROLLER"),
+        ("LOST_BUFFER", tables.LOST_BUFFER.encode(), "logb.tables.LOST_BUFFER"),
     ] + kinds + routings
     config = [
         ("LBCF_MAGIC", lbcf.MAGIC, "logb.can.config.MAGIC"),
@@ -72,14 +73,21 @@ def consumers():
         ("LBCF_HEADER_SIZE", lbcf.HEADER.size, "logb.can.config.HEADER.size"),
         ("LBCF_ENTRY_SIZE", lbcf.ENTRY.size, "logb.can.config.ENTRY.size"),
         ("EXACT_MASK", dbc.EXACT_MASK, "logb.can.dbc.EXACT_MASK"),
-        ("ROUTING_KEY", len(routing_key).to_bytes(4, "little") + routing_key,
-         "logb.can.layout.ROUTING_KEY, as a Logb string"),
+        ("ROUTING_KEY", _logb_str(layout.ROUTING_KEY), "logb.can.layout.ROUTING_KEY, as a Logb string"),
+        ("SELECT_KEY", _logb_str(layout.SELECT_KEY), "logb.can.layout.SELECT_KEY, as a Logb string"),
         ("EXCLUSIVE", layout.EXCLUSIVE, "logb.can.layout.EXCLUSIVE"),
     ] + kinds
     link = [("MAGIC0", protocol.MAGIC[0], "logb.serial.protocol.MAGIC[0]"),
             ("MAGIC1", protocol.MAGIC[1], "logb.serial.protocol.MAGIC[1]")]
     link += [(name, getattr(protocol, name), "logb.serial.protocol." + name) for name in LINK_NAMES]
-    return {"writer.py": writer, "config.py": config, "link.py": link}
+    poly = [("POLY", crc.POLY, "logb.crc.POLY")]
+    return {"writer.py": writer, "config.py": config, "link.py": link, "crc.py": poly, "crc_viper.py": poly}
+
+
+def _logb_str(text):
+    """A Logb string (SPEC §1.1): u32 little-endian byte length, then the UTF-8 bytes."""
+    b = text.encode()
+    return len(b).to_bytes(4, "little") + b
 
 
 def _literal(name, value):

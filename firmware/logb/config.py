@@ -26,13 +26,12 @@ _LBCF_HEADER_SIZE = const(8)  # logb.can.config.HEADER.size
 _LBCF_ENTRY_SIZE = const(16)  # logb.can.config.ENTRY.size
 _EXACT_MASK = const(0x9FFFFFFF)  # logb.can.dbc.EXACT_MASK
 _ROUTING_KEY = const(b"\x10\x00\x00\x00logb.can.routing")  # logb.can.layout.ROUTING_KEY, as a Logb string
+_SELECT_KEY = const(b"\x0f\x00\x00\x00logb.can.select")  # logb.can.layout.SELECT_KEY, as a Logb string
 _EXCLUSIVE = const("exclusive")  # logb.can.layout.EXCLUSIVE
 _KIND_RAW = const(0)  # logb.can.dbc.KIND_RAW
 _KIND_MESSAGE = const(1)  # logb.can.dbc.KIND_MESSAGE
 _KIND_BRANCH = const(2)  # logb.can.dbc.KIND_MUX
 # end of wire constants
-
-_SELECT_KEY = b"\x0f\x00\x00\x00logb.can.select"
 
 
 class Entry:

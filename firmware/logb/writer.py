@@ -45,7 +45,7 @@ _VERSION_MAJOR = const(0)  # logb.framing.VERSION_MAJOR
 _VERSION_MINOR = const(1)  # logb.framing.VERSION_MINOR
 _SYNC_PATTERN = const(b"LOGBSYNC\xa7\x3e\x91\xd2\x5ch\x0b\xf4")  # logb.framing.SYNC_PATTERN
 _FRAME_HEADER_SIZE = const(8)  # logb.framing.FRAME_HEADER_SIZE
-_DATA_HEADER_SIZE = const(28)  # logb.records.DATA_HEADER_SIZE
+_DATA_HEADER_SIZE = const(28)  # logb.frames.DATA_HEADER_SIZE
 _FLAG_EXTENDED = const(0x01)  # logb.can.layout.FLAG_EXTENDED
 _FLAG_REMOTE = const(0x02)  # logb.can.layout.FLAG_REMOTE
 _FLAG_ERROR = const(0x04)  # logb.can.layout.FLAG_ERROR
@@ -55,6 +55,8 @@ _LEN_TO_DLC = const(  # logb.can.layout.len_to_dlc(0..64)
     b"\x0d\x0e\x0e\x0e\x0e\x0e\x0e\x0e\x0e\x0e\x0e\x0e\x0e\x0e\x0e\x0e"
     b"\x0e\x0f\x0f\x0f\x0f\x0f\x0f\x0f\x0f\x0f\x0f\x0f\x0f\x0f\x0f\x0f"
     b"\x0f")
+_LOST_CONTROLLER = const(b"logb.lost.controller")  # logb.tables.LOST_CONTROLLER
+_LOST_BUFFER = const(b"logb.lost.buffer")  # logb.tables.LOST_BUFFER
 _KIND_RAW = const(0)  # logb.can.dbc.KIND_RAW
 _KIND_MESSAGE = const(1)  # logb.can.dbc.KIND_MESSAGE
 _KIND_BRANCH = const(2)  # logb.can.dbc.KIND_MUX
@@ -72,9 +74,6 @@ _PM1 = TICKS_PERIOD_M1  # TICKS_PERIOD - 1: a small int on every port
 DUR_FRAME = "frame"
 DUR_SEGMENT = "segment"
 DUR_CLOSE = "close"
-
-_K_CTRL = b"logb.lost.controller"
-_K_BUF = b"logb.lost.buffer"
 
 
 def _str(s):
@@ -684,12 +683,12 @@ class Writer:
         """Stream META with the session's loss counters (G13); no allocation."""
         c = self._ctl
         p = 12
-        pack_into("<I", c, p, len(_K_CTRL))
-        c[p + 4:p + 4 + len(_K_CTRL)] = _K_CTRL
-        p = _dec(c, p + 4 + len(_K_CTRL), st.lost_controller)
-        pack_into("<I", c, p, len(_K_BUF))
-        c[p + 4:p + 4 + len(_K_BUF)] = _K_BUF
-        p = _dec(c, p + 4 + len(_K_BUF), st.lost_buffer)
+        pack_into("<I", c, p, len(_LOST_CONTROLLER))
+        c[p + 4:p + 4 + len(_LOST_CONTROLLER)] = _LOST_CONTROLLER
+        p = _dec(c, p + 4 + len(_LOST_CONTROLLER), st.lost_controller)
+        pack_into("<I", c, p, len(_LOST_BUFFER))
+        c[p + 4:p + 4 + len(_LOST_BUFFER)] = _LOST_BUFFER
+        p = _dec(c, p + 4 + len(_LOST_BUFFER), st.lost_buffer)
         pack_into("<IBBHI", c, 0, p - 8, _FT_META, 0, st.sid, 2)
         self._ctl_emit(p - 8)
 

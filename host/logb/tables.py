@@ -86,6 +86,9 @@ class ByteOrder(IntEnum):
 FIELD_FLAG_VARIABLE = 0x01
 
 # Reserved META keys (prefix "logb." is the format's; everything else is the user's).
+# The loss counters are named: the device writer's copies are generated from these (tools/gen_wire.py).
+LOST_CONTROLLER = "logb.lost.controller"  # frames the bus controller dropped (FIFO overrun)
+LOST_BUFFER = "logb.lost.buffer"  # frames the writer dropped (its buffer was full)
 META_KEYS = (
     "logb.time_base",
     "logb.session",
@@ -97,8 +100,8 @@ META_KEYS = (
     "logb.anchor.wall_ns",
     "logb.anchor.source",
     "logb.anchor.uncertainty_ns",
-    "logb.lost.controller",
-    "logb.lost.buffer",
+    LOST_CONTROLLER,
+    LOST_BUFFER,
 )
 
 TIME_BASES = ("unix", "monotonic", "relative")

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 import fwload
-from logb import framing, tables
+from logb import crc, framing, tables
 from logb.can import config as lbcf
 from logb.can import dbc, layout
 from logb.frames import DATA_HEADER_SIZE
@@ -89,8 +89,9 @@ def test_can_constants_match_host_and_spec():
     assert config._LBCF_MAGIC == lbcf.MAGIC and config._LBCF_VERSION == lbcf.VERSION
     assert (config._LBCF_HEADER_SIZE, config._LBCF_ENTRY_SIZE) == (lbcf.HEADER.size, lbcf.ENTRY.size)
     assert config._EXACT_MASK == dbc.EXACT_MASK
-    key = layout.ROUTING_KEY.encode()
-    assert config._ROUTING_KEY == len(key).to_bytes(4, "little") + key
+    for name in ("ROUTING_KEY", "SELECT_KEY"):  # schema meta keys, as the Logb strings searched for
+        key = getattr(layout, name).encode()
+        assert getattr(config, "_" + name) == len(key).to_bytes(4, "little") + key
 
 
 def test_link_constants_match_host():
@@ -101,3 +102,12 @@ def test_link_constants_match_host():
     assert {"T_HELLO", "R_ERR", "E_CRC", "S_CLOSED", "F_ACTIVE"} <= set(names)
     for name in names + ["VERSION", "HEAD", "ESCAPE"]:
         assert getattr(link, "_" + name) == getattr(protocol, name), name
+
+
+def test_crc_polynomial_and_loss_keys_match_host():
+    assert fwload.submodule("crc")._POLY == crc.POLY == 0x82F63B78
+    assert crc.crc32c(b"123456789") == 0xE3069283  # the CRC-32C check value: POLY is the polynomial in use
+    writer = fwload.submodule("writer")
+    assert (writer._LOST_CONTROLLER, writer._LOST_BUFFER) == (tables.LOST_CONTROLLER.encode(),
+                                                            tables.LOST_BUFFER.encode())
+    assert {tables.LOST_CONTROLLER, tables.LOST_BUFFER} <= set(tables.META_KEYS)

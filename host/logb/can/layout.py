@@ -70,6 +70,7 @@ def dlc_lengths(codes, fd=True):
 
 
 ROUTING_KEY = "logb.can.routing"  # raw bus stream schema meta: how frames were routed
+SELECT_KEY = "logb.can.select"  # multiplexed branch schema meta: the device-side selector (dbc.parse_select)
 MIRROR, EXCLUSIVE = "mirror", "exclusive"
 ROUTINGS = (MIRROR, EXCLUSIVE)
 
