@@ -10,8 +10,9 @@ import pytest
 
 import handmade as hm
 from logb.cli.main import COMMANDS, EXTRA_OF, failure, main
-from logb.errors import (CorruptFrameError, LinkError, NotLogbError, UnreadableInputError, UnsupportedVersionError,
-                         UsageError)
+from logb.errors import (CorruptFrameError, LinkError, NotFoundError, NothingToDecodeError, NotLogbError,
+                         TransferError, TransferInterrupted, UnknownSignalError, UnreadableInputError,
+                         UnsupportedVersionError, UsageError)
 
 U1, U2 = b"\x11" * 16, b"\x22" * 16
 
@@ -185,7 +186,11 @@ def test_usage_errors_exit_64_not_2(capsys):
 
 @pytest.mark.parametrize("exc, status", [
     (UsageError("give a FILE"), 64),
-    (UsageError("no logger answered", 69), 69),  # a command that ends with another documented status
+    (NotFoundError("no raw CAN bus stream 'can7'"), 64),  # a name the caller gave
+    (UnknownSignalError("no signal 'Rpm' in this file"), 64),
+    (NothingToDecodeError("no CAN streams in this file"), 1),  # the input falls short
+    (TransferError("link lost (gave up reconnecting after 30 s)"), 1),
+    (TransferInterrupted("interrupted"), 130),
     (NotLogbError("bad magic"), 2),
     (UnsupportedVersionError("major version 1"), 3),
     (LinkError("no Logb link answered"), 69),

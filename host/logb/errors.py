@@ -47,12 +47,7 @@ class EncodeError(LogbError, ValueError):
 
 
 class UsageError(LogbError):
-    """A command was called wrongly: the CLI exits 64, or `exit_status` when a
-    command ends with another of its documented statuses this way."""
-
-    def __init__(self, message, exit_status=None):
-        super().__init__(message)
-        self.exit_status = exit_status
+    """A command was called wrongly (the CLI exits 64)."""
 
 
 class UnreadableInputError(LogbError):
@@ -65,9 +60,28 @@ class IndexUnavailableError(LogbError):
     the caller falls back to a full scan."""
 
 
-class UnknownSignalError(LogbError, LookupError):
+class NotFoundError(LogbError, LookupError):
+    """The input has no such stream, bus, message or signal: a name the caller
+    gave, or the one bus a call needs when the input has none or several."""
+
+
+class UnknownSignalError(NotFoundError):
     """A signal or message name that the DBC or the recording does not have."""
+
+
+class NothingToDecodeError(NotFoundError):
+    """The input has no CAN stream to decode, or raw bus streams and no DBC to
+    decode them with: the input falls short, not the call."""
 
 
 class LinkError(LogbError):
     """The serial link to a logger failed (lost, timed out, or the device said no)."""
+
+
+class TransferError(LogbError):
+    """A pull or tail under way stopped for good: the link lost past
+    reconnecting, or the destination not writable (what was verified is kept)."""
+
+
+class TransferInterrupted(LogbError):
+    """Ctrl-C stopped a pull; what was verified is kept for the next one."""

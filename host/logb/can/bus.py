@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import fields as bits
+from ..errors import NotFoundError
 from . import layout
 from .dbc import EXT_BITS, EXTENDED, Mux, MuxCondition, is_exact_mask, parse_select
 from .rows import gather, pad
@@ -155,7 +156,7 @@ def buses(f):
 
 def select_buses(f, wanted=None):
     """The BusGroups named in `wanted` (bus names, raw stream names or uuid hex), or all.
-    KeyError for a name no bus has."""
+    NotFoundError for a name no bus has."""
     groups = buses(f)
     if not wanted:
         return groups
@@ -169,7 +170,7 @@ def select_buses(f, wanted=None):
             found |= hit
     missing = [w for w in wanted if w not in found]
     if missing:
-        raise KeyError(f"no raw CAN bus stream {missing[0]!r}")
+        raise NotFoundError(f"no raw CAN bus stream {missing[0]!r}")
     return out
 
 
@@ -318,9 +319,9 @@ def bus_frames(f, bus=None, window=None):
     None for the file's only bus. `window`: (T0, T1) seconds, inclusive."""
     groups = buses(f) if bus is None else select_buses(f, [bus])
     if not groups:
-        raise LookupError("no raw CAN bus stream in this file")
+        raise NotFoundError("no raw CAN bus stream in this file")
     if len(groups) > 1:
-        raise LookupError(f"{len(groups)} CAN buses in this file ({', '.join(g.name for g in groups)}): name one")
+        raise NotFoundError(f"{len(groups)} CAN buses in this file ({', '.join(g.name for g in groups)}): name one")
     return group_frames(f, groups[0], window)
 
 

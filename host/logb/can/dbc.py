@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from .. import fields as bits
-from ..errors import InvalidSchemaError
+from ..errors import InvalidSchemaError, NotFoundError
 from ..schema import Conversion, Field
 from ..tables import ByteOrder, ConversionType, DataType
 from ..writer import stream_uuid
@@ -194,7 +194,7 @@ class CompiledDbc:
         for e in self.entries:
             if e.name == name:
                 return e
-        raise KeyError(name)
+        raise NotFoundError(f"no DBC entry {name!r}")
 
     def attachment_bytes(self):
         return self.dbc_bytes or self.dbc_text.encode("utf-8")

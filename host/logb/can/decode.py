@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import convert
+from ..errors import NothingToDecodeError
 from ..tables import ConversionType
 from .. import fields as bits
 from . import layout
@@ -249,12 +250,13 @@ def decode_file(f, dbc=None, messages=None, signals=None, window=None, source="a
     hold); otherwise (or with `dbc`: a path, DBC text or CompiledDbc, or with
     source="raw") every bus's frames (bus_frames) are decoded with that DBC or the
     file's embedded one; source="messages" insists on per-message streams. `window`
-    is (T0, T1) in seconds of the axis (inclusive). Returns a list of Decoded."""
+    is (T0, T1) in seconds of the axis (inclusive). Returns a list of Decoded;
+    NothingToDecodeError when the file has no CAN stream, or no DBC for its raw ones."""
     messages = set(messages) if messages else None
     signals = set(signals) if signals else None
     per_message = [s for s in f.streams.values() if is_message_stream(s)]
     if source == "messages" and not per_message:
-        raise LookupError("no per-message CAN streams in this file")
+        raise NothingToDecodeError("no per-message CAN streams in this file")
     if source == "messages" or (source == "auto" and dbc is None and per_message):
         out = []
         extra = None
@@ -284,7 +286,7 @@ def decode_file(f, dbc=None, messages=None, signals=None, window=None, source="a
         return out
     groups = buses(f)
     if not groups:
-        raise LookupError("no CAN streams (raw bus or per-message) in this file")
+        raise NothingToDecodeError("no CAN streams (raw bus or per-message) in this file")
     out = []
     compiled_given = dbc if isinstance(dbc, CompiledDbc) else None
     for g in groups:
@@ -293,7 +295,7 @@ def decode_file(f, dbc=None, messages=None, signals=None, window=None, source="a
         if compiled is None:
             source = dbc if dbc is not None else embedded_dbc(f, s)
             if source is None:
-                raise LookupError(f"raw bus stream {s.name!r}: no DBC given and none attached to the file")
+                raise NothingToDecodeError(f"raw bus stream {s.name!r}: no DBC given and none attached to the file")
             compiled = compile_dbc(source, bus=s.name)
         b = group_frames(f, g, window)
         out += decode_frames(compiled, b.t, b.id, b.flags, b.data, messages, signals, b.axis_exp, bus=s.name)

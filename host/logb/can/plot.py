@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import UnknownSignalError
+from ..errors import NothingToDecodeError, UnknownSignalError
 from ..tables import DataType
 from .formats import wall_ns_of
 
@@ -37,7 +37,7 @@ def _can_series(f, specs, dbc):
 
     try:
         decoded = decode_file(f, dbc=dbc, signals=specs)
-    except LookupError:
+    except NothingToDecodeError:
         return [], set()
     merged, found = {}, set()
     for d in decoded:

@@ -108,7 +108,7 @@ def _show(args, out):
     try:
         entries = read_config(args.config)
         schemas = [e.schema for e in entries]
-    except (ValueError, LogbError) as exc:  # can.config rejects a malformed config with ValueError
+    except LogbError as exc:  # a malformed config (UnreadableInputError) or schema in it
         raise UnreadableInputError(f"{args.config}: {exc}") from None
     if args.json:
         items = [_entry_json(i, e, s, {"select": s.meta_dict().get("logb.can.select")})

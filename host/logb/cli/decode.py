@@ -4,8 +4,8 @@ import csv
 
 import numpy as np
 
-from ..errors import UnreadableInputError, UsageError
-from .common import EXIT_DAMAGED, EXIT_OK, open_logb
+from ..errors import UnreadableInputError
+from .common import EXIT_DAMAGED, EXIT_OK, about, open_logb
 
 HELP = "decode CAN signals (per-message streams, or raw frames with a DBC) to CSV or Parquet"
 DESCRIPTION = """\
@@ -50,12 +50,11 @@ def run(args, out):
     fmt = args.format or ("parquet" if args.output.endswith((".parquet", ".pq")) else "csv")
     with open_logb(args.file) as f:
         try:
-            decoded = decode_file(f, dbc=args.dbc, messages=args.messages, signals=args.signals,
-                                  window=tuple(args.window) if args.window else None)
+            with about(args.file):  # NothingToDecodeError: the input falls short (exit 1)
+                decoded = decode_file(f, dbc=args.dbc, messages=args.messages, signals=args.signals,
+                                      window=tuple(args.window) if args.window else None)
         except _dbc_errors() as exc:
             raise UnreadableInputError(f"cannot parse the DBC: {exc}") from None
-        except LookupError as exc:  # nothing to decode with: the input falls short
-            raise UsageError(f"{args.file}: {exc.args[0]}", EXIT_DAMAGED) from None
         clean = f.report.clean
     names, data, meta = (_long if args.layout == "long" else _wide)(decoded, args.raw)
     if fmt == "csv":

@@ -80,10 +80,7 @@ def run_can(args, fmt):
     importlib.import_module(fmt.REQUIRES)  # missing: main.py gives the pip hint
     streams = [args.stream] if args.stream else None
     with open_logb(args.file) as f:
-        try:
-            trace = formats.read_logb(f, streams)
-        except KeyError as exc:
-            raise UsageError(str(exc.args[0])) from None
+        trace = formats.read_logb(f, streams)  # NotFoundError: no such bus (exit 64)
         if not trace.buses:
             raise UsageError(f"{args.file}: no raw CAN bus stream to export")
         warnings = fmt.write(trace, args.output)

@@ -5,9 +5,11 @@ import argparse
 import sys
 from importlib import metadata
 
-from ..errors import LinkError, LogbError, NotLogbError, UnsupportedVersionError, UsageError
+from ..errors import (LinkError, LogbError, NotFoundError, NothingToDecodeError, NotLogbError, TransferError,
+                      TransferInterrupted, UnsupportedVersionError, UsageError)
 from . import cat, dbc, decode, dump, export, import_, info, plot, pull, stats, tail, verify
-from .common import EXIT_DAMAGED, EXIT_NO_DEVICE, EXIT_NOT_LOGB, EXIT_OK, EXIT_UNSUPPORTED, EXIT_USAGE
+from .common import (EXIT_DAMAGED, EXIT_INTERRUPTED, EXIT_NO_DEVICE, EXIT_NOT_LOGB, EXIT_OK, EXIT_UNSUPPORTED,
+                     EXIT_USAGE)
 
 COMMANDS = {"info": info, "verify": verify, "dump": dump, "cat": cat, "export": export, "dbc": dbc, "decode": decode,
             "import": import_, "stats": stats, "plot": plot, "pull": pull, "tail": tail}
@@ -15,7 +17,7 @@ COMMANDS = {"info": info, "verify": verify, "dump": dump, "cat": cat, "export": 
 EPILOG = """\
 exit status: 0 success/intact, 1 damaged or truncated input, 2 not a Logb
 file, 3 unsupported Logb version, 64 usage error, 69 no logger answers
-(pull, tail).
+(pull, tail), 130 interrupted (pull).
 Run `logb COMMAND --help` for each command's details."""
 
 # The exit status of each error that stops a command; the first match wins,
@@ -24,6 +26,10 @@ EXIT_STATUS = (
     (NotLogbError, EXIT_NOT_LOGB),
     (UnsupportedVersionError, EXIT_UNSUPPORTED),
     (LinkError, EXIT_NO_DEVICE),
+    (TransferError, EXIT_DAMAGED),  # a pull or tail under way failed for good
+    (TransferInterrupted, EXIT_INTERRUPTED),
+    (NothingToDecodeError, EXIT_DAMAGED),  # the input falls short
+    (NotFoundError, EXIT_USAGE),  # a stream, bus, message or signal the caller named
     (UsageError, EXIT_USAGE),
     (LogbError, EXIT_DAMAGED),  # damaged or rejected input
 )
@@ -67,8 +73,6 @@ def build_parser():
 def failure(exc):
     """(exit status, message) for an error that stops a command, or None for
     one that is a bug (it keeps its traceback)."""
-    if isinstance(exc, UsageError) and exc.exit_status is not None:
-        return exc.exit_status, str(exc)
     for kind, status in EXIT_STATUS:
         if isinstance(exc, kind):
             return status, str(exc)

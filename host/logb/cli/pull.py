@@ -2,12 +2,8 @@
 
 import sys
 
-from ..errors import LinkError, UsageError
-from .common import EXIT_OK, EXIT_USAGE, Progress, dumps
-
-EXIT_FAILED = 1
-EXIT_NO_DEVICE = 69  # EX_UNAVAILABLE
-EXIT_INTERRUPTED = 130
+from ..errors import LinkError, TransferError, TransferInterrupted, UsageError
+from .common import EXIT_DAMAGED, EXIT_OK, Progress, dumps
 
 HELP = "copy recordings off a logger over USB serial: resumable, CRC-checked, verified before kept"
 DESCRIPTION = """\
@@ -64,13 +60,10 @@ def run(args, out):
 
     names, dest = args.files, args.dir
     if args.all and names:
-        raise UsageError("give recording names or --all, not both", EXIT_USAGE)
+        raise UsageError("give recording names or --all, not both")
     if not args.all and not names:
-        raise UsageError("name the recordings to pull, or --all (then the destination directory)", EXIT_USAGE)
-    try:
-        port = find_port(args.port)
-    except LinkError as exc:
-        raise UsageError(str(exc), EXIT_NO_DEVICE) from None
+        raise UsageError("name the recordings to pull, or --all (then the destination directory)")
+    port = find_port(args.port)  # LinkError: no logger found (exit 69)
 
     def say(msg):
         print(f"logb pull: {msg}", file=sys.stderr, flush=True)
@@ -80,10 +73,7 @@ def run(args, out):
 
     cl = Client(port, timeout=args.timeout)
     try:
-        try:
-            hello = cl.connect()
-        except LinkError as exc:
-            raise UsageError(str(exc), EXIT_NO_DEVICE) from None
+        hello = cl.connect()  # LinkError: no logger answering (exit 69)
         if not args.json:
             rec = f", recording {hello.recording}" if hello.recording else ""
             print(f"{port}: {hello.device or 'logger'} ({hello.firmware}){rec}", file=out)
@@ -91,12 +81,12 @@ def run(args, out):
             results = pull(cl, None if args.all else names, dest, delete=args.delete, say=say,
                            progress=progress, reconnect_s=args.reconnect)
         except LinkError as exc:
-            raise UsageError(str(exc), EXIT_FAILED) from None
+            raise TransferError(str(exc)) from exc
         except KeyboardInterrupt:
-            raise UsageError("interrupted: what was verified is kept in DIR/.NAME.part; pull again to resume",
-                           EXIT_INTERRUPTED) from None
+            raise TransferInterrupted("interrupted: what was verified is kept in DIR/.NAME.part; "
+                                      "pull again to resume") from None
         except OSError as exc:
-            raise UsageError(f"{dest}: {exc}", EXIT_FAILED) from None
+            raise TransferError(f"{dest}: {exc}") from exc
     finally:
         cl.bye()
     failed = 0
@@ -131,4 +121,4 @@ def run(args, out):
         if r.kept:
             line += f"; kept on the device: {r.kept}"
         print(line, file=out)
-    return EXIT_FAILED if failed else EXIT_OK
+    return EXIT_DAMAGED if failed else EXIT_OK

@@ -37,10 +37,7 @@ def run(args, out):
     if args.bitrate <= 0 or args.data_bitrate <= 0 or args.window <= 0 or args.gap_factor <= 0:
         raise UsageError("--bitrate, --data-bitrate, --window and --gap-factor must be positive")
     with open_logb(args.file) as f:
-        try:
-            trace = formats.read_logb(f, args.stream)
-        except KeyError as exc:
-            raise UsageError(str(exc.args[0])) from None
+        trace = formats.read_logb(f, args.stream)  # NotFoundError: no such bus (exit 64)
         if not trace.buses:
             raise UsageError(f"{args.file}: no raw CAN bus stream")
         result = stats.trace_stats(trace, bitrate=args.bitrate, data_bitrate=args.data_bitrate,

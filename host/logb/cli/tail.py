@@ -6,10 +6,8 @@ import time
 
 import numpy as np
 
-from ..errors import LinkError, UsageError
+from ..errors import LinkError, TransferError
 from .common import EXIT_OK, dumps, value
-
-EXIT_FAILED = 1
 
 HELP = "show CAN frames or decoded signals live while the logger records (USB serial)"
 DESCRIPTION = """\
@@ -163,12 +161,9 @@ def run(args, out):
 
     compiled = None
     if args.dbc:
-        try:
-            from ..can.dbc import compile_dbc
+        from ..can.dbc import compile_dbc  # cantools missing, or no such file: main.py says which
 
-            compiled = compile_dbc(args.dbc)
-        except FileNotFoundError:
-            raise UsageError(f"{args.dbc}: no such file") from None
+        compiled = compile_dbc(args.dbc)
     port = find_port(args.port)  # LinkError: no logger found (exit 69)
     printer = Printer(out, compiled, args.messages, args.json, args.count)
     t_end = time.monotonic() + args.duration if args.duration else None
@@ -185,7 +180,7 @@ def run(args, out):
         try:
             follow(cl, printer.event, say, from_start=args.from_start, reconnect_s=args.reconnect, stop=stop)
         except LinkError as exc:
-            raise UsageError(str(exc), EXIT_FAILED) from None
+            raise TransferError(str(exc)) from exc
     except KeyboardInterrupt:
         pass
     finally:
