@@ -4,10 +4,14 @@ from .errors import (
     CorruptFrameError,
     EncodeError,
     InvalidDataError,
+    IndexUnavailableError,
     InvalidSchemaError,
+    LinkError,
     LogbError,
     MalformedPayloadError,
+    NotFoundError,
     NotLogbError,
+    UnreadableInputError,
     UnsupportedCodecError,
     UnsupportedFilterError,
     UnsupportedVersionError,
@@ -23,7 +27,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AxisKind", "AxisMode", "ByteOrder", "Codec", "Conversion", "ConversionType", "CorruptFrameError",
-    "DataType", "EncodeError", "Field", "Filter", "FrameType", "InvalidDataError", "InvalidSchemaError",
-    "LogbError", "LogbFile", "MalformedPayloadError", "NotLogbError", "Schema", "UnsupportedCodecError",
-    "UnsupportedFilterError", "UnsupportedVersionError", "Writer", "backend", "detect", "open", "stream_uuid",
+    "DataType", "EncodeError", "Field", "Filter", "FrameType", "IndexUnavailableError", "InvalidDataError",
+    "InvalidSchemaError", "LinkError", "LogbError", "LogbFile", "MalformedPayloadError", "NotFoundError",
+    "NotLogbError", "Schema", "UnreadableInputError", "UnsupportedCodecError", "UnsupportedFilterError",
+    "UnsupportedVersionError", "Writer", "backend", "detect", "open", "stream_uuid",
 ]

@@ -13,7 +13,7 @@ import numpy as np
 from ._kernels import (KIND_BOOL, KIND_SIGNED, KIND_SIZE_MASK, TAIL_LEFTOVER, TAIL_OK, TAIL_PAST_END,
                        TAIL_PREFIX, Kernels, check_range, check_size, field_window)
 
-_POLY = 0x82F63B78  # CRC-32C (Castagnoli), reflected
+POLY = 0x82F63B78  # CRC-32C (Castagnoli), reflected; logb.crc.POLY, the firmware is generated from it
 _U64 = np.uint64
 _U32 = struct.Struct("<I")
 
@@ -23,7 +23,7 @@ def _make_table():
     for byte in range(256):
         crc = byte
         for _ in range(8):
-            crc = (crc >> 1) ^ (_POLY if crc & 1 else 0)
+            crc = (crc >> 1) ^ (POLY if crc & 1 else 0)
         table.append(crc)
     return tuple(table)
 

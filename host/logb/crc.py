@@ -9,7 +9,7 @@ crcmod up.
 """
 
 from . import _backend
-from ._pykernels import _POLY as POLY  # 0x82F63B78, reflected; the firmware's is generated from it
+from ._pykernels import POLY
 from ._pykernels import crc32c_pure
 
 __all__ = ["POLY", "crc32c", "crc32c_pure", "crc32c_range"]

@@ -19,6 +19,7 @@ from .errors import (
     InvalidSchemaError,
     LogbError,
     MalformedPayloadError,
+    NotFoundError,
     UnsupportedCodecError,
     UnsupportedFilterError,
 )
@@ -329,7 +330,7 @@ class LogbFile(SourceReader):
         for s in self.streams.values():
             if s.uuid.hex() == str(key).replace("-", "").lower() or s.name == key:
                 return s
-        raise KeyError(f"no stream {key!r}")
+        raise NotFoundError(f"no stream {key!r}")
 
     def data_frames(self, streams=None):
         """(stream, FrameLoc) for every accepted DATA frame, in file order."""

@@ -11,7 +11,7 @@ reaches (entry_problem) before using it.
 """
 
 from .batch import decode_batch
-from .errors import IndexUnavailableError, MalformedPayloadError
+from .errors import IndexUnavailableError, MalformedPayloadError, NotFoundError
 from .framing import FILE_HEADER_SIZE, FRAME_OVERHEAD, decode_file_header
 from .frames import DATA_HEADER_SIZE, END_PAYLOAD_SIZE, DataHeader, End, Index, Sync, axis_value, pack_axis
 from .scan import FrameRef, FrameScanner, frame_at
@@ -196,5 +196,5 @@ class IndexedFile(SourceReader):
         for s in self.streams.values():
             if key in (s.name, s.uuid, s.uuid.hex()):
                 return s
-        raise KeyError(f"no stream {key!r}")
+        raise NotFoundError(f"no stream {key!r}")
 

@@ -89,7 +89,7 @@ def route_of(stream):
         mid, _, mask = meta["logb.can.match"].partition("/")
         match_id, match_mask = int(mid, 16), int(mask, 16)
         can_id = int(meta.get("logb.can.id", "0"), 16)
-        select = parse_select(meta.get("logb.can.select", ""))
+        select = parse_select(meta.get(layout.SELECT_KEY, ""))
     except (KeyError, ValueError):
         return None
     extended = meta.get("logb.can.extended", "0") == "1"

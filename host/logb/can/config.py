@@ -48,7 +48,7 @@ class ConfigEntry:
         """Multiplexer conditions of a kind-2 entry: [(big, bit_offset, bit_width, bits)]."""
         if self.kind != KIND_MUX:
             return []
-        return parse_select(self.schema.meta_dict().get("logb.can.select", ""))
+        return parse_select(self.schema.meta_dict().get(layout.SELECT_KEY, ""))
 
     def matches(self, key):
         return (key & self.match_mask) == self.match_id

@@ -401,7 +401,7 @@ def compile_dbc(source, bus="can0", device="logb", fd=None, axis_exp=-6):
             if j1939:
                 meta.append(("logb.can.j1939", "1"))
             if mux is not None:
-                meta += [("logb.can.mux", mux.label), ("logb.can.select", mux.select_spec())]
+                meta += [("logb.can.mux", mux.label), (layout.SELECT_KEY, mux.select_spec())]
             schema = layout.message_schema(stream_uuid(identity, sname), sname, payload_len, sig_fields,
                                            axis_exp=axis_exp, meta=meta)
             try:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import NothingToDecodeError, UnknownSignalError
+from ..errors import NotFoundError, NothingToDecodeError, UnknownSignalError
 from ..tables import DataType
 from .formats import wall_ns_of
 
@@ -69,7 +69,7 @@ def _field_series(f, spec):
     sname, _, fname = spec.rpartition(".")
     try:
         stream = f.stream(sname)
-    except KeyError:
+    except NotFoundError:
         return None
     s = stream.schema
     if s is None or not s.is_time:

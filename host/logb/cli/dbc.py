@@ -3,6 +3,7 @@
 import json
 import sys
 
+from ..can import layout
 from ..errors import LogbError, UnreadableInputError
 from .common import EXIT_DAMAGED, EXIT_OK, schema_json
 
@@ -111,7 +112,7 @@ def _show(args, out):
     except LogbError as exc:  # a malformed config (UnreadableInputError) or schema in it
         raise UnreadableInputError(f"{args.config}: {exc}") from None
     if args.json:
-        items = [_entry_json(i, e, s, {"select": s.meta_dict().get("logb.can.select")})
+        items = [_entry_json(i, e, s, {"select": s.meta_dict().get(layout.SELECT_KEY)})
                  for i, (e, s) in enumerate(zip(entries, schemas))]
         out.write(json.dumps({"config": args.config, "entries": items}, indent=1, ensure_ascii=False) + "\n")
     else:

@@ -60,10 +60,7 @@ def run(args, out):
     if args.stream is None:
         raise UsageError("--stream is required for csv and parquet")
     with open_logb(args.file) as f:
-        try:
-            stream = f.stream(args.stream)
-        except KeyError as exc:
-            raise UsageError(str(exc.args[0])) from None
+        stream = f.stream(args.stream)
         if stream.schema is None:
             raise InvalidSchemaError(f"stream {stream.name!r} has no valid schema; nothing to export")
         names, data, meta = _table(stream)

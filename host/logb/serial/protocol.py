@@ -11,7 +11,8 @@ The device side is firmware/logb/link.py; the constants mirror it.
 
 import struct
 
-from ..crc import crc32c
+from ..crc import POLY, crc32c
+from ..errors import EncodeError
 
 MAGIC = b"\xa7L"
 HEAD = 12
@@ -40,7 +41,7 @@ def encode(typ, tag, payload=b""):
 def pack_str(s):
     b = s.encode()
     if len(b) > 255:
-        raise ValueError(f"name too long: {s!r}")
+        raise EncodeError(f"name too long (over 255 bytes): {s!r}")
     return struct.pack("<H", len(b)) + b
 
 
@@ -50,7 +51,6 @@ def unpack_str(buf, pos):
 
 
 # ---------------------------------------------------------------- CRC-32C combine
-_POLY = 0x82F63B78
 
 
 def _multmodp(a, b):
@@ -63,7 +63,7 @@ def _multmodp(a, b):
             if not a & (m - 1):
                 break
         m >>= 1
-        b = (b >> 1) ^ _POLY if b & 1 else b >> 1
+        b = (b >> 1) ^ POLY if b & 1 else b >> 1
     return p
 
 
