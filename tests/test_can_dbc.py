@@ -186,7 +186,7 @@ def test_not_expressible_is_reported_by_name():
     assert "Short.Beyond" in names and "Short.MotBeyond" in names and "Big" in names
     assert c.by_name("Short").signals == ("Fits",)
     s = c.by_name("Named").schema
-    assert [f.name for f in s.fields][:4] == ["t", "data", "t.signal", "data.signal"]
+    assert [f.name for f in s.fields][:5] == ["t", "data", "missing", "t.signal", "data.signal"]
     assert [g.name for g in signals_of(s)] == ["t", "data"]
     assert any(n == "Named.t" for n, _ in c.notes)
 
@@ -284,7 +284,7 @@ def test_lbcf_layout_is_exactly_as_specified(tmp_path):
     assert raw.uuid == raw_stream_uuid("can0", "logb", routing="exclusive") != c.raw_schema.uuid
     assert raw.uuid[:15] == c.raw_schema.uuid[:15] and raw.uuid[15] ^ c.raw_schema.uuid[15] == 1
     for (match_id, mask, kind, plen, rsize, sb), e in zip(seen[1:], c.entries):
-        assert (match_id, mask, plen, rsize, sb) == (e.match_id, e.match_mask, 8, 12, e.schema.encode())
+        assert (match_id, mask, plen, rsize, sb) == (e.match_id, e.match_mask, 8, 13, e.schema.encode())
         assert kind == (KIND_MUX if e.mux else KIND_MESSAGE)
     assert HEADER.size == 8 and ENTRY.size == 16
     entries = read_config(data)

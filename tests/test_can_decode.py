@@ -257,3 +257,56 @@ def test_signal_selection_skips_other_messages(recording):
         for source in ("messages", "raw"):
             out = decode_file(f, signals=["Lamp"], source=source)
             assert [d.stream for d in out] == ["Body"] and list(out[0].raw) == ["Lamp"]
+
+
+def test_signals_past_a_short_frame_are_missing_not_zero(tmp_path, capsys):
+    # Engine is 8 bytes: Speed in bytes 0-1, Temp byte 2, Gear byte 3. A 2-byte frame has Speed
+    # only; a 3-byte one Speed and Temp; the bytes that were never on the bus are not zeros.
+    path = tmp_path / "short.logb"
+    data = np.full((3, 8), 0x11, np.uint8)
+    with logb.Writer(str(path), time_base="unix") as w:
+        with CanRecorder(w, compile_dbc(DBC)) as rec:
+            rec.add([10, 20, 30], [0x100] * 3, None, [8, 2, 3], data)
+    db = cantools.database.load_string(DBC).get_message_by_name("Engine")
+    with logb.LogbFile(str(path)) as f:
+        for source in ("messages", "raw"):
+            (d,) = decode_file(f, source=source, messages=["Engine"])
+            assert d.short == 2
+            for j, n in enumerate((8, 2, 3)):
+                want = db.decode(bytes(data[j, :n]), decode_choices=False, allow_truncated=True)
+                assert {s for s, col in d.phys.items() if not np.ma.getmaskarray(col)[j]} == set(want)
+                assert all(d.phys[s][j] == v for s, v in want.items())
+            assert d.text["Gear"][1] is None and d.text["Gear"][0] is not None
+    out = tmp_path / "short.csv"
+    code, text, _ = run(capsys, "decode", path, "-o", out)
+    assert code == 0 and "Engine: 2 of 3 frames shorter than the message" in text
+    with open(out) as fh:
+        rows = list(csv.DictReader(fh))
+    assert [r["Engine.Temp"] for r in rows] == ["-31.5", "", "-31.5"]
+    assert [r["Engine.Gear"] for r in rows] == ["1", "", ""] and rows[1]["Engine.Speed"] != ""
+    pq = pytest.importorskip("pyarrow.parquet")
+    code, _, _ = run(capsys, "decode", path, "--layout", "long", "-o", tmp_path / "short.parquet")
+    long = pq.read_table(tmp_path / "short.parquet").to_pylist()
+    assert [r["value"] for r in long if r["signal"] == "Gear"] == [1, None, None]
+    code, text, _ = run(capsys, "stats", path, "--json")
+    assert json.loads(text)["buses"][0]["short_frames"] == {"Engine": {"short": 2, "frames": 3, "length": 8}}
+
+
+DURANGO = "../shared/data/traces/durango-aconoff-candump.log"
+GIORGIO = "../shared/data/dbc/fca_giorgio.dbc"
+
+
+def test_durango_abs6_frames_lack_their_last_bytes(tmp_path, capsys):
+    # the real trace: ABS_6 frames carry 5 bytes (`101#4004091600`) where the DBC says 8
+    pytest.importorskip("can")
+    path = tmp_path / "durango.logb"
+    assert run(capsys, "import", DURANGO, "--dbc", GIORGIO, "-o", path)[0] == 0
+    out = tmp_path / "durango.csv"
+    code, text, _ = run(capsys, "decode", path, "--messages", "ABS_6", "-o", out)
+    assert code == 0 and "ABS_6: 297 of 297 frames shorter than the message" in text
+    with open(out) as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == 297 and {r["ABS_6.BRAKE_PRESSURE_2"] for r in rows} == {""}
+    assert {r["ABS_6.CHECKSUM"] for r in rows} == {""} and all(r["ABS_6.BRAKE_PRESSURE_1"] for r in rows)
+    code, text, _ = run(capsys, "stats", path)
+    assert "ABS_6: 297 of 297 shorter than its 8 bytes" in text

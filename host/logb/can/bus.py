@@ -93,7 +93,7 @@ def route_of(stream):
     except (KeyError, ValueError):
         return None
     extended = meta.get("logb.can.extended", "0") == "1"
-    payload_len = (stream.schema.record_bits - layout.PAYLOAD_BIT) // 8
+    payload_len = layout.payload_len_of(stream.schema)
     mux = None
     if select or "logb.can.mux" in meta:
         mux = Mux(tuple(MuxCondition("", bits, ByteOrder.big if big else ByteOrder.little, off, width)

@@ -39,7 +39,7 @@ STD_BITS, EXT_BITS = 0x7FF, 0x1FFFFFFF
 EXACT_MASK = EXTENDED | EXT_BITS  # the id and its format, nothing masked out
 J1939_PRIORITY = 0x1C000000  # bits 26..28
 KIND_RAW, KIND_MESSAGE, KIND_MUX = 0, 1, 2  # config entry kinds (SPEC §13.4)
-RESERVED = ("t", "data")  # field names every per-message stream already has
+RESERVED = ("t", "data", layout.MISSING)  # field names every per-message stream already has
 TEXT_SUFFIX = ".text"  # companion value_to_text field of a scaled signal
 RENAME_SUFFIX = ".signal"  # a signal named like a reserved field
 

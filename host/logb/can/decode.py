@@ -21,6 +21,12 @@ Both give what cantools' `Message.decode` gives frame by frame: the raw value
 (`raw`), the scaled number (`phys`; `scaling=False`/`True` with
 `decode_choices=False`) and, for signals with a value table, the label (`text`,
 None where the table has no entry).
+
+Missing is missing: a frame shorter than its message (its DLC says fewer bytes
+than the DBC) never carried the signals with a bit past its data. Their cells
+are masked (`raw` and `phys` columns are numpy masked arrays where any row
+lacks the signal, `text` is None there), as cantools' `allow_truncated=True`
+leaves those signals out; `Decoded.short` counts such frames.
 """
 
 from dataclasses import dataclass, field
@@ -56,6 +62,7 @@ class Decoded:
     text: dict = field(default_factory=dict)  # signal -> object column of labels / None
     units: dict = field(default_factory=dict)
     rows: object = None  # decoding with a DBC: indices of these frames in the bus's frames (bus_frames)
+    short: int = 0  # frames shorter than the message: their signals past the data are masked
 
     def __len__(self):
         return len(self.axis)
@@ -178,32 +185,53 @@ def signal_columns(sig, raw):
     return phys, text
 
 
-def decode_payloads(schema, payloads, signals=None, message=None):
+def decode_payloads(schema, payloads, signals=None, message=None, missing=None):
     """Decode every signal of a per-message schema from an (N, W) payload array.
-    Returns (raw, phys, text, units) dicts keyed by signal name."""
+    `missing`: per row, how many payload bytes the frame lacked (the stream's
+    `missing` field, or missing_bytes() of raw frames); None: whole messages.
+    Returns (raw, phys, text, units) dicts keyed by signal name; a signal some
+    row lacks has masked raw and phys columns and None labels there."""
     message = message or schema.meta_dict().get("logb.can.message", schema.name)
-    n_payload = (schema.record_bits - layout.PAYLOAD_BIT) // 8
+    n_payload = layout.payload_len_of(schema)
     payloads = pad(payloads, n_payload)
+    present = None  # bytes each frame carried, only when some frame is short
+    if missing is not None and len(missing) and np.any(missing):
+        present = n_payload - np.asarray(missing, np.int64)
     raw, phys, text, units = {}, {}, {}, {}
     for sig in signals_of(schema):
         if not _wanted(sig.name, message, signals):
             continue
-        col = bits.extract(payloads, sig.payload_field)
-        raw[sig.name] = col
-        phys[sig.name], t = signal_columns(sig, col)
+        pf = sig.payload_field
+        col = bits.extract(payloads, pf)
+        p, t = signal_columns(sig, col)
+        if present is not None:
+            gone = present <= (pf.bit_offset + pf.bit_width - 1) // 8  # its last byte was not on the bus
+            if gone.any():
+                col, p = np.ma.masked_array(col, gone), np.ma.masked_array(p, gone)
+                if t is not None:
+                    t[gone] = None
+        raw[sig.name], phys[sig.name] = col, p
         if t is not None:
             text[sig.name] = t
         units[sig.name] = sig.unit
     return raw, phys, text, units
 
 
+def missing_bytes(payload_len, dlc, flags):
+    """Per raw frame, the bytes of a `payload_len`-byte message its data lacks."""
+    return np.maximum(payload_len - layout.frame_lengths(dlc, flags), 0)
+
+
 def _selected(entry_name, message, messages):
     return messages is None or entry_name in messages or message in messages
 
 
-def decode_frames(compiled, axis, ids, flags, data, messages=None, signals=None, axis_exp=-6, bus=None):
+def decode_frames(compiled, axis, ids, flags, data, messages=None, signals=None, axis_exp=-6, bus=None,
+                  dlc=None):
     """Decode raw frames (arrays of one bus) with a CompiledDbc: one Decoded per
-    per-message stream that received frames, in the DBC's entry order."""
+    per-message stream that received frames, in the DBC's entry order. `dlc`: the
+    frames' DLC codes, so that signals past a short frame's data are masked
+    (None: every frame carries its whole message)."""
     data = np.asarray(data, np.uint8)
     if flags is None:
         flags = np.zeros(len(data), np.uint8)
@@ -221,10 +249,15 @@ def decode_frames(compiled, axis, ids, flags, data, messages=None, signals=None,
         e = entries[i]
         if signals is not None and not any(_wanted(g.name, e.message, signals) for g in signals_of(e.schema)):
             continue
-        raw, phys, text, units = decode_payloads(e.schema, gather(data, rows), signals, e.message)
+        missing = None if dlc is None else missing_bytes(e.payload_len, dlc[rows], flags[rows])
+        raw, phys, text, units = decode_payloads(e.schema, gather(data, rows), signals, e.message, missing)
         out.append(Decoded(e.name, e.message, bus or compiled.bus, e.mux.label if e.mux else "",
-                           axis[rows], axis_exp, raw, phys, text, units, rows))
+                           axis[rows], axis_exp, raw, phys, text, units, rows, _short(missing)))
     return out
+
+
+def _short(missing):
+    return 0 if missing is None else int(np.count_nonzero(missing))
 
 
 # ---------------------------------------------------------------- files
@@ -272,16 +305,17 @@ def decode_file(f, dbc=None, messages=None, signals=None, window=None, source="a
             # the payload bytes hold every signal: read them once, then extract
             # the signals over the whole stream at a time
             more = extra.get(s.uuid)
+            names = _payload_fields(s.schema)
             if more is None:
-                axis, cols = _read(s, ["data"], window)
-                data = cols["data"]
+                axis, cols = _read(s, names, window)
+                data, missing = cols["data"], cols.get(layout.MISSING)
             else:
-                axis, data = _merge_leftovers(s, window, more)
+                axis, data, missing = _merge_leftovers(s, window, more, names)
             if not len(axis):
                 continue
-            raw, phys, text, units = decode_payloads(s.schema, data, signals, message)
+            raw, phys, text, units = decode_payloads(s.schema, data, signals, message, missing)
             d = Decoded(s.name, message, meta.get("logb.can.bus", ""), meta.get("logb.can.mux", ""),
-                        axis, s.schema.axis_exp, raw, phys, text, units)
+                        axis, s.schema.axis_exp, raw, phys, text, units, short=_short(missing))
             out.append(d)
         return out
     groups = buses(f)
@@ -298,7 +332,8 @@ def decode_file(f, dbc=None, messages=None, signals=None, window=None, source="a
                 raise NothingToDecodeError(f"raw bus stream {s.name!r}: no DBC given and none attached to the file")
             compiled = compile_dbc(source, bus=s.name)
         b = group_frames(f, g, window)
-        out += decode_frames(compiled, b.t, b.id, b.flags, b.data, messages, signals, b.axis_exp, bus=s.name)
+        out += decode_frames(compiled, b.t, b.id, b.flags, b.data, messages, signals, b.axis_exp, bus=s.name,
+                             dlc=b.dlc)
     return out
 
 
@@ -320,7 +355,7 @@ def _exclusive_leftovers(f, window):
             frames = {fl.offset for fl in s.frames if fl.segment in excl}
             if not frames:
                 continue
-            axis, session, cols = _collect(s, ("id", "flags", "data"), window, frames)
+            axis, session, cols = _collect(s, ("id", "flags", "dlc", "data"), window, frames)
             data = np.asarray(cols["data"], np.uint8)
             routed = route_rows(routes, frame_keys(cols["id"], cols["flags"]), data, data_frames(cols["flags"]))
             for i, rows in routed.items():
@@ -331,20 +366,29 @@ def _exclusive_leftovers(f, window):
                 if s.schema.axis_exp != r.stream.schema.axis_exp:
                     ax = rescale(ax, s.schema.axis_exp, r.stream.schema.axis_exp)
                 payload = pad(gather(data, rows), r.payload_len)[:, :r.payload_len]
-                out.setdefault(r.stream.uuid, []).append((session[rows], ax, payload))
+                missing = missing_bytes(r.payload_len, cols["dlc"][rows], cols["flags"][rows]).astype(np.uint8)
+                out.setdefault(r.stream.uuid, []).append((session[rows], ax, payload, missing))
     return out
 
 
-def _merge_leftovers(stream, window, more):
-    """A per-message stream's (axis, payloads) with its leftovers merged in, in time order
-    within each session."""
-    axis, session, cols = _collect(stream, ("data",), window)
+def _merge_leftovers(stream, window, more, names):
+    """A per-message stream's (axis, payloads, missing bytes) with its leftovers merged in,
+    in time order within each session."""
+    axis, session, cols = _collect(stream, names, window)
     add_s = np.concatenate([m[0] for m in more])
     add_t = np.concatenate([m[1] for m in more])
     order = merge_order(session, axis, add_s, add_t)  # the stream's own records first on equal ticks
     ax = np.concatenate([axis, add_t])
     data = np.concatenate([np.asarray(cols["data"], np.uint8)] + [m[2] for m in more])
-    return ax[order], data[order]
+    own = cols.get(layout.MISSING, np.zeros(len(axis), np.uint8))
+    missing = np.concatenate([np.asarray(own, np.uint8)] + [m[3] for m in more])
+    return ax[order], data[order], missing[order]
+
+
+def _payload_fields(schema):
+    """The fields a per-message stream decodes from: `data`, and `missing` when the schema
+    has it (streams written before it existed hold whole messages only)."""
+    return ["data", layout.MISSING] if any(f.name == layout.MISSING for f in schema.fields) else ["data"]
 
 
 def _read(stream, names, window):

@@ -10,8 +10,9 @@ seekable and transposable:
     bits 80..     data     fixed bytes: 8 (classic) or 64 (CAN FD), zero-padded
 
 Per-message stream, one per DBC message: `t` as above, then the payload bytes
-at bit 32, then one field per signal at bit 32 + its position in the payload
-(the payload starts on a byte boundary, so both byte orders shift alike).
+at bit 32, then `missing` (uint8: how many of those bytes the frame lacked, 0 for
+a whole message), and one field per signal at bit 32 + its position in the
+payload (the payload starts on a byte boundary, so both byte orders shift alike).
 
 Routing (SPEC §13.4): the raw bus stream's schema meta `logb.can.routing` says
 whether every frame is in it (`mirror`, host writers) or only the frames its
@@ -37,6 +38,7 @@ FLAG_NAMES = ("extended", "remote", "error", "fd", "brs", "esi", "tx")
 
 T_BIT, ID_BIT, FLAGS_BIT, DLC_BIT, DATA_BIT = 0, 32, 64, 72, 80
 PAYLOAD_BIT = 32  # per-message streams: payload right after the timestamp
+MISSING = "missing"  # per-message streams: payload bytes past the frame's data length (after the payload)
 CLASSIC_PAYLOAD, FD_PAYLOAD = 8, 64
 
 # DLC code -> payload bytes (ISO 11898-1; codes 9..15 only carry more than 8 in CAN FD).
@@ -59,6 +61,19 @@ def len_to_dlc(length):
 
 
 _DLC_TABLE = np.array(DLC_LENGTHS, np.int64)
+
+
+def payload_len_of(schema):
+    """A per-message stream's message length in bytes: its `data` field's width."""
+    return schema.field_named("data").bit_width // 8
+
+
+def frame_lengths(dlc, flags):
+    """The data bytes of frames from their DLC codes and flags (FLAG_*): the FD table for
+    CAN FD frames, at most 8 for classic ones, none for remote frames."""
+    flags = np.asarray(flags).astype(np.uint8)
+    n = dlc_lengths(dlc, (flags & FLAG_FD) != 0)
+    return np.where((flags & FLAG_REMOTE) != 0, 0, n)
 
 
 def dlc_lengths(codes, fd=True):
@@ -123,10 +138,13 @@ def raw_bus_schema(uuid, name="can0", fd=False, axis_exp=-6, meta=(), routing=MI
 
 
 def message_schema(uuid, name, payload_len, signal_fields=(), axis_exp=-6, meta=()):
-    """Schema of a per-message stream; signal fields must already be offset by PAYLOAD_BIT."""
+    """Schema of a per-message stream; signal fields must already be offset by PAYLOAD_BIT.
+    `missing` follows the payload: a writer that leaves it zero claims whole messages."""
+    end = PAYLOAD_BIT + 8 * payload_len
     fields = (
         Field("t", T_BIT, 32, DataType.uint, description="ticks since the frame's axis_base"),
         Field("data", PAYLOAD_BIT, 8 * payload_len, DataType.bytes, description="payload"),
+        Field(MISSING, end, 8, DataType.uint, description="payload bytes past the frame's data length"),
     ) + tuple(signal_fields)
-    return Schema(uuid=uuid, name=name, record_bits=PAYLOAD_BIT + 8 * payload_len, fields=fields,
+    return Schema(uuid=uuid, name=name, record_bits=end + 8, fields=fields,
                   meta=(("logb.can.layout", "message"),) + tuple(meta), **_time_axis(axis_exp))

@@ -48,8 +48,9 @@ def _can_series(f, specs, dbc):
             found |= hits
             key = (d.bus, d.message, sig)
             m = merged.setdefault(key, [d, [], []])
-            m[1].append(d.axis)
-            m[2].append(np.asarray(phys, np.float64))
+            here = ~np.ma.getmaskarray(phys)  # a signal a short frame did not carry is absent, not 0
+            m[1].append(d.axis[here])
+            m[2].append(np.asarray(np.ma.getdata(phys), np.float64)[here])
     buses = {k[0] for k in merged}
     out = []
     for (bus, message, sig), (d, axes, vals) in merged.items():

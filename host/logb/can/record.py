@@ -20,6 +20,7 @@ from .dbc import EXT_BITS, EXTENDED, CompiledDbc, compile_dbc, raw_stream_uuid
 from .decode import data_frames, frame_keys, route_rows
 
 _SPAN = 1 << 32  # a batch's ticks must fit the u32 `t` field above its axis_base
+_OWN_FIELDS = ("t", "data", layout.MISSING)  # per-message fields that are not signals over the payload
 
 
 class CanRecorder:
@@ -119,9 +120,11 @@ class CanRecorder:
         if self.compiled is None:
             return
         routed = route_rows(self.compiled.entries, frame_keys(ids, flags), payload, data_frames(flags))
+        lengths = layout.frame_lengths(dlc, flags)
         for i, rows in routed.items():
             e = self.compiled.entries[i]
-            self._pending[i].append((t[rows], payload[rows, : e.payload_len]))
+            missing = np.maximum(e.payload_len - lengths[rows], 0).astype(np.uint8)
+            self._pending[i].append((t[rows], payload[rows, : e.payload_len], missing))
             self._pending_n[i] += len(rows)
             if self._pending_n[i] >= self.batch:
                 self._write(i, keep_tail=True)
@@ -132,18 +135,21 @@ class CanRecorder:
             return
         t = np.concatenate([p[0] for p in parts])
         payload = np.concatenate([p[1] for p in parts])
+        missing = np.concatenate([p[2] for p in parts])
         stop = len(t) - (len(t) % self.batch if keep_tail else 0)
         sw = self.streams[i]
         schema = sw.schema
+        e = self.compiled.entries[i]
         for lo, hi in _spans(t[:stop], self.batch):
             base = int(t[lo:hi].min())
             rec = np.zeros((hi - lo, schema.record_size), np.uint8)
-            rec[:, layout.PAYLOAD_BIT // 8:] = payload[lo:hi]
-            cols = {f.name: bits.extract(rec, f) for f in schema.fields if f.name not in ("t", "data")}
+            rec[:, layout.PAYLOAD_BIT // 8: layout.PAYLOAD_BIT // 8 + e.payload_len] = payload[lo:hi]
+            cols = {f.name: bits.extract(rec, f) for f in schema.fields if f.name not in _OWN_FIELDS}
             cols["t"] = (t[lo:hi] - base).astype(np.uint32)
             cols["data"] = payload[lo:hi]
+            cols[layout.MISSING] = missing[lo:hi]
             sw.write_batch(cols, axis_base=base)
-        self._pending[i] = [(t[stop:], payload[stop:])] if stop < len(t) else []
+        self._pending[i] = [(t[stop:], payload[stop:], missing[stop:])] if stop < len(t) else []
         self._pending_n[i] = len(t) - stop
 
     def flush(self):

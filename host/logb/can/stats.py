@@ -16,6 +16,10 @@ by the bus's time span. `load` counts no dynamic stuff bits; `load_worst` adds
 the worst case (one per 4 bits of the stuffed region), so the true load lies
 between. `peak_load` is the highest `load` over consecutive windows of
 `window` seconds. Error frames are counted but not in the load.
+
+Short frames: given the bus's messages (its per-message streams' routes, or the
+entries of its DBC), the data frames each message got that were shorter than
+the message (their signals past the data are missing, not zero).
 """
 
 import numpy as np
@@ -49,8 +53,38 @@ def frame_bits(flags, dlc):
     return nominal, fast, stuff
 
 
-def bus_stats(bus, axis_exp, bitrate=500_000, data_bitrate=2_000_000, gap_factor=2.0, window=0.1):
-    """Statistics of one formats.Bus (a dict, JSON-ready)."""
+def message_entries(f, bus_name):
+    """What routes a bus's frames to messages: its per-message streams' routes, else the
+    entries of the DBC attached to the file; [] when neither exists."""
+    from .bus import message_routes
+    from .dbc import compile_dbc
+    from .decode import embedded_dbc
+
+    routes = message_routes(f, bus_name)
+    if routes:
+        return routes
+    dbc = embedded_dbc(f)
+    return compile_dbc(dbc, bus=bus_name).entries if dbc is not None else []
+
+
+def short_frames(bus, entries):
+    """{message stream name: {"short", "frames", "length"}} of the messages (entries as
+    message_entries gives) that got a data frame shorter than the message."""
+    from .decode import data_frames, frame_keys, missing_bytes, route_rows
+
+    out = {}
+    if not entries or not len(bus):
+        return out
+    for i, rows in route_rows(entries, frame_keys(bus.id, bus.flags), bus.data, data_frames(bus.flags)).items():
+        e = entries[i]
+        short = int(np.count_nonzero(missing_bytes(e.payload_len, bus.dlc[rows], bus.flags[rows])))
+        if short:
+            out[e.name] = {"short": short, "frames": len(rows), "length": e.payload_len}
+    return out
+
+
+def bus_stats(bus, axis_exp, bitrate=500_000, data_bitrate=2_000_000, gap_factor=2.0, window=0.1, messages=()):
+    """Statistics of one formats.Bus (a dict, JSON-ready); `messages`: message_entries()."""
     scale = 10.0 ** axis_exp
     n = len(bus)
     flags = bus.flags
@@ -82,7 +116,8 @@ def bus_stats(bus, axis_exp, bitrate=500_000, data_bitrate=2_000_000, gap_factor
     out = {"name": bus.name, "frames": n, "fd": bus.fd, "ids": ids,
            "data_frames": int((kind == 0).sum()), "remote_frames": int((kind == 1).sum()),
            "error_frames": int((kind == 2).sum()), "bitrate": bitrate, "data_bitrate": data_bitrate,
-           "span_s": 0.0, "load": None, "load_worst": None, "peak_load": None, "window_s": window}
+           "span_s": 0.0, "load": None, "load_worst": None, "peak_load": None, "window_s": window,
+           "short_frames": short_frames(bus, messages)}
     if n:
         tmin, tmax = int(bus.t.min()), int(bus.t.max())
         span = (tmax - tmin) * scale
@@ -104,8 +139,11 @@ def bus_stats(bus, axis_exp, bitrate=500_000, data_bitrate=2_000_000, gap_factor
     return out
 
 
-def trace_stats(trace, **kw):
-    return [bus_stats(trace.buses[name], trace.axis_exp, **kw) for name in sorted(trace.buses)]
+def trace_stats(trace, messages=None, **kw):
+    """bus_stats of every bus; `messages`: {bus name: message_entries()}."""
+    messages = messages or {}
+    return [bus_stats(trace.buses[name], trace.axis_exp, messages=messages.get(name, ()), **kw)
+            for name in sorted(trace.buses)]
 
 
 def _ms(x):
@@ -141,4 +179,7 @@ def render(stats):
         for r in rows:
             lines.append("  " + "  ".join(c.rjust(w) if i >= 2 else c.ljust(w)
                                           for i, (c, w) in enumerate(zip(r, widths))))
+        for name, sf in b.get("short_frames", {}).items():
+            lines.append(f"  short frames: {name}: {sf['short']} of {sf['frames']} shorter than its "
+                         f"{sf['length']} bytes (their signals past the data are missing)")
     return "\n".join(lines)

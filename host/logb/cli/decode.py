@@ -20,8 +20,11 @@ Wide layout (default): one row per decoded frame, in time order: time_s,
 bus, message, then one column per signal, `Message.Signal` (the scaled value,
 as cantools gives with decode_choices=False), plus `Message.Signal.text` for
 signals with a value table (the label, empty where the table has none).
-Cells of other messages' signals are empty. --layout long gives one row per
-signal value: time_s, bus, message, signal, value, text, unit.
+Cells of other messages' signals are empty, and so are those of signals a
+frame did not carry (a frame shorter than its DBC message lacks every signal
+with a bit past its data: missing, never 0; the summary counts such frames per
+message). --layout long gives one row per signal value: time_s, bus, message,
+signal, value, text, unit.
 
   logb decode rec.logb -o signals.parquet
   logb decode rec.logb --dbc vehicle.dbc --messages EngineData \\
@@ -64,7 +67,21 @@ def run(args, out):
     rows = len(data[0]) if data else 0
     print(f"wrote {args.output}: {rows} rows, {len(names)} columns from "
           f"{sum(len(d) for d in decoded)} frames of {len(decoded)} streams", file=out)
+    for message, (short, frames) in short_frames(decoded).items():
+        print(f"  {message}: {short} of {frames} frames shorter than the message (their signals past "
+              f"the data are missing)", file=out)
     return EXIT_OK if clean else EXIT_DAMAGED
+
+
+def short_frames(decoded):
+    """{message: (short frames, frames)} of the messages that had frames shorter than the DBC."""
+    out = {}
+    for d in decoded:
+        if d.short:
+            short, frames = out.get(d.message, (0, 0))
+            out[d.message] = (short + d.short, frames + len(d))
+    return out
+
 
 
 def _dbc_errors():
@@ -132,8 +149,8 @@ def _sparse(n, parts):
     values = np.zeros(n, dtype)
     mask = np.ones(n, bool)
     for rows, v in parts:
-        values[rows] = v
-        mask[rows] = False
+        values[rows] = np.ma.getdata(v)
+        mask[rows] = np.ma.getmaskarray(v)  # a signal the frame did not carry stays missing
     return np.ma.masked_array(values, mask)
 
 
@@ -147,7 +164,7 @@ def _long(decoded, raw):
             bus.append(np.full(k, d.bus, object))
             msg.append(np.full(k, d.message, object))
             sig.append(np.full(k, s, object))
-            val.append(values.astype(object))
+            val.append(_objects(values))
             text.append(d.text[s] if s in d.text else np.full(k, None, object))
             unit.append(np.full(k, d.units.get(s, ""), object))
     if not t:
@@ -157,6 +174,14 @@ def _long(decoded, raw):
     order = np.argsort(cat[0], kind="stable")
     cat = [c[order] for c in cat]
     return ["time_s", "bus", "message", "signal", "value", "text", "unit"], cat, [{"unit": "s"}] + [{}] * 6
+
+
+def _objects(values):
+    """Values as Python objects, None where masked (missing)."""
+    out = np.ma.getdata(values).astype(object)
+    if isinstance(values, np.ma.MaskedArray):
+        out[np.ma.getmaskarray(values)] = None
+    return out
 
 
 def _cells(col):

@@ -8,7 +8,9 @@ DESCRIPTION = """\
 For every CAN bus (or the one --stream names; every frame of it, whatever
 the routing, docs/SPEC.md §13.4), per id and frame kind (data, remote, error): the count, mean period, jitter (standard
 deviation of the intervals), min and max interval, gaps (intervals longer than
---gap-factor times the median interval) with the longest, and the DLC codes.
+--gap-factor times the median interval) with the longest, and the DLC codes;
+per message (of the file's per-message streams or attached DBC), the frames
+shorter than the message, whose signals past the data are missing.
 
 Bus load: frame lengths in bits by ISO 11898-1 (with the interframe space;
 CAN FD data phases at --data-bitrate when BRS is set), summed as time over the
@@ -40,7 +42,8 @@ def run(args, out):
         trace = formats.read_logb(f, args.stream)  # NotFoundError: no such bus (exit 64)
         if not trace.buses:
             raise UsageError(f"{args.file}: no raw CAN bus stream")
-        result = stats.trace_stats(trace, bitrate=args.bitrate, data_bitrate=args.data_bitrate,
+        messages = {name: stats.message_entries(f, name) for name in trace.buses}
+        result = stats.trace_stats(trace, messages, bitrate=args.bitrate, data_bitrate=args.data_bitrate,
                                    gap_factor=args.gap_factor, window=args.window)
         damaged = not f.report.clean
     if args.json:
