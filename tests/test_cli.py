@@ -144,7 +144,11 @@ def test_cat_union_with_reused_stream_id(tmp_path, capsys):
     info = json.loads(out)
     assert [(s["name"], s["records"]) for s in info["streams"]] == [("a", 2), ("b", 1)]
     assert len(info["sessions"]) == 2
-    assert run(capsys, "cat", str(tmp_path / "a.logb"), "/dev/null", "-o", str(out_path))[0] == 2
+    # an empty input is a file cut inside its header (verify: truncated): it adds nothing, exit 1
+    assert run(capsys, "cat", str(tmp_path / "a.logb"), "/dev/null", "-o", str(out_path))[0] == 1
+    assert out_path.read_bytes() == a
+    (tmp_path / "junk.bin").write_bytes(b"PK\x03\x04" + bytes(40))
+    assert run(capsys, "cat", str(tmp_path / "a.logb"), str(tmp_path / "junk.bin"), "-o", str(out_path))[0] == 2
     (tmp_path / "future.logb").write_bytes(hm.header(major=1))
     assert run(capsys, "cat", str(tmp_path / "a.logb"), str(tmp_path / "future.logb"), "-o", str(out_path))[0] == 3
     assert run(capsys, "cat", str(tmp_path / "a.logb"), str(tmp_path / "nope.logb"), "-o", str(out_path))[0] == 64

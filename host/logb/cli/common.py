@@ -1,5 +1,6 @@
-"""What every subcommand shares: the documented exit statuses, opening a file,
-JSON value conversion, and a progress bar on stderr.
+"""What every subcommand shares: the documented exit statuses, opening a file
+(--recover), writing an output safely, JSON value conversion, and a progress
+bar on stderr.
 
 A command returns EXIT_OK or EXIT_DAMAGED for what it found, and raises for
 what stops it; main.py turns the error into its exit status (README "Exit
@@ -9,12 +10,14 @@ import json
 import math
 import os
 import sys
+import tempfile
 import time
+import traceback
 from contextlib import contextmanager
 
 import numpy as np
 
-from ..errors import LogbError
+from ..errors import LogbError, NotLogbError, UnreadableInputError, UsageError
 from ..reader import LogbFile
 from ..tables import AxisKind, AxisMode, ByteOrder, ConversionType, DataType
 
@@ -33,14 +36,115 @@ def about(path):
         raise
 
 
-def open_logb(path, **kwargs):
+def add_recover(p):
+    p.add_argument("--recover", action="store_true",
+                   help="read an input whose start is missing or damaged (a file cut from the middle, "
+                        "a headerless dump) from its first SYNC frame")
+
+
+@contextmanager
+def opening(path):
+    """Errors opening the input `path` name it; one that is not Logb from its
+    start says how to read it anyway (recovery resyncs instead of raising)."""
     with about(path):
-        if path != "-" and sys.stderr.isatty():
-            bar = Progress(os.path.getsize(path), "scan")
-            f = LogbFile(path, progress=lambda off: bar.advance(off - bar.done), **kwargs)
-            bar.close()
-            return f
-        return LogbFile(sys.stdin.buffer if path == "-" else path, **kwargs)
+        try:
+            yield
+        except NotLogbError as exc:
+            raise NotLogbError(f"{exc}; --recover reads it from its first SYNC frame") from None
+
+
+@contextmanager
+def open_logb(path, recover=False, **kwargs):
+    """The LogbFile of `path` ("-": standard input), closed after the block."""
+    with opening(path):
+        f = _open_logb(path, recover=recover, **kwargs)
+    try:
+        yield f
+    except BaseException as exc:
+        # Views of the mapped input held by the frames of an error on its way
+        # out would make closing the map fail (BufferError), hiding the error.
+        traceback.clear_frames(exc.__traceback__)
+        raise
+    finally:
+        f.close()
+
+
+def _open_logb(path, **kwargs):
+    if path != "-" and sys.stderr.isatty():
+        bar = Progress(os.path.getsize(path), "scan")
+        f = LogbFile(path, progress=lambda off: bar.advance(off - bar.done), **kwargs)
+        bar.close()
+        return f
+    return LogbFile(sys.stdin.buffer if path == "-" else path, **kwargs)
+
+
+@contextmanager
+def dbc_errors(path):
+    """cantools' parse errors (they have no common base class) as UnreadableInputError."""
+    try:
+        yield
+    except Exception as exc:
+        cantools = sys.modules.get("cantools")  # not loaded: the error is not one of its
+        if cantools is None or not isinstance(exc, (cantools.database.errors.Error,
+                                                    cantools.database.UnsupportedDatabaseFormatError)):
+            raise
+        raise UnreadableInputError(f"{path}: cannot parse the DBC: {exc}") from None
+
+
+def _identity(path):
+    """(device, inode) of a path ("-": standard input), or None if there is none."""
+    try:
+        st = os.fstat(sys.stdin.fileno()) if path == "-" else os.stat(path)
+    except (OSError, ValueError):  # no such file; stdin closed or replaced (tests)
+        return None
+    return st.st_dev, st.st_ino
+
+
+@contextmanager
+def output(path, inputs=()):
+    """Write the file `path` so that nothing is destroyed: yields a temporary
+    path in the target's folder (same extension, for writers that go by it)
+    that replaces the target only when the block succeeds, and is removed when
+    it fails. An output that is one of `inputs` (whatever the path: symlinks,
+    hard links) is a usage error, raised before anything is read or written."""
+    mine = _identity(path)
+    for src in inputs:
+        if src is not None and mine is not None and _identity(src) == mine:
+            raise UsageError(f"{path}: the output is the input {src}; write it elsewhere")
+    target = os.path.realpath(path)  # through a symlink: replace the file it names, keep the link
+    folder, name = os.path.split(target)
+    if os.path.isdir(target):
+        raise UsageError(f"{path}: is a directory")
+    if not os.path.isdir(folder):
+        raise UsageError(f"{path}: no such directory {os.path.dirname(path)}")
+    stem, ext = os.path.splitext(name)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{stem}.tmp-", suffix=ext, dir=folder)
+    except OSError as exc:  # e.g. a folder not writable: name the output, not the temporary
+        raise OSError(exc.errno, exc.strerror, path) from None
+    try:
+        os.chmod(fd, _new_file_mode(target))
+        yield tmp
+        os.fsync(fd)  # the data is on disk before the name points at it
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    finally:
+        os.close(fd)
+
+
+def _new_file_mode(target):
+    """The mode the replaced file had, else what open() would give a new one."""
+    try:
+        return os.stat(target).st_mode & 0o7777
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
 
 
 def value(v):

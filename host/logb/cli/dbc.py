@@ -5,7 +5,7 @@ import sys
 
 from ..can import layout
 from ..errors import LogbError, UnreadableInputError
-from .common import EXIT_DAMAGED, EXIT_OK, schema_json
+from .common import EXIT_DAMAGED, EXIT_OK, output, schema_json
 
 HELP = "compile a DBC into Logb stream schemas and a device config (LBCF)"
 DESCRIPTION = """\
@@ -75,7 +75,8 @@ def run(args, out):
         print(f"logb dbc: note: {name}: {note}", file=sys.stderr)
     entries = config_entries(compiled)
     if args.output:
-        size = write_config(compiled, args.output)
+        with output(args.output, [args.dbc]) as tmp:
+            size = write_config(compiled, tmp)
         if not args.json:
             print(f"wrote {args.output}: {len(entries)} entries, {size} bytes", file=out)
     if args.json:

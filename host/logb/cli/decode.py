@@ -5,7 +5,7 @@ import csv
 import numpy as np
 
 from ..errors import UnreadableInputError
-from .common import EXIT_DAMAGED, EXIT_OK, about, open_logb
+from .common import EXIT_DAMAGED, EXIT_OK, about, add_recover, open_logb, output
 
 HELP = "decode CAN signals (per-message streams, or raw frames with a DBC) to CSV or Parquet"
 DESCRIPTION = """\
@@ -45,13 +45,14 @@ def add_arguments(p):
     p.add_argument("--raw", action="store_true", help="raw (unscaled) values instead of scaled ones")
     p.add_argument("--format", choices=("csv", "parquet"), help="default: from the output's extension")
     p.add_argument("-o", "--output", required=True, metavar="OUT")
+    add_recover(p)
 
 
 def run(args, out):
     from ..can.decode import decode_file  # cantools missing: main.py gives the pip hint
 
     fmt = args.format or ("parquet" if args.output.endswith((".parquet", ".pq")) else "csv")
-    with open_logb(args.file) as f:
+    with output(args.output, [args.file, args.dbc]) as tmp, open_logb(args.file, recover=args.recover) as f:
         try:
             with about(args.file):  # NothingToDecodeError: the input falls short (exit 1)
                 decoded = decode_file(f, dbc=args.dbc, messages=args.messages, signals=args.signals,
@@ -59,11 +60,11 @@ def run(args, out):
         except _dbc_errors() as exc:
             raise UnreadableInputError(f"cannot parse the DBC: {exc}") from None
         clean = f.report.clean
-    names, data, meta = (_long if args.layout == "long" else _wide)(decoded, args.raw)
-    if fmt == "csv":
-        _csv(args.output, names, data)
-    else:
-        _parquet(args.output, names, data, meta)
+        names, data, meta = (_long if args.layout == "long" else _wide)(decoded, args.raw)
+        if fmt == "csv":
+            _csv(tmp, names, data)
+        else:
+            _parquet(tmp, names, data, meta)
     rows = len(data[0]) if data else 0
     print(f"wrote {args.output}: {rows} rows, {len(names)} columns from "
           f"{sum(len(d) for d in decoded)} frames of {len(decoded)} streams", file=out)
@@ -81,7 +82,6 @@ def short_frames(decoded):
             short, frames = out.get(d.message, (0, 0))
             out[d.message] = (short + d.short, frames + len(d))
     return out
-
 
 
 def _dbc_errors():

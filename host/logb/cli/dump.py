@@ -1,9 +1,11 @@
 """logb dump: frames or records, human-readable or as JSON Lines."""
 
+import dataclasses
+
 from ..frames import FRAME_CLASSES
 from ..scan import FrameRef, FrameScanner
 from ..tables import FrameType
-from .common import EXIT_DAMAGED, EXIT_OK, column_values, dumps, open_logb
+from .common import EXIT_DAMAGED, EXIT_OK, add_recover, column_values, dumps, open_logb
 from .info import intact
 
 HELP = "print frames or records (human-readable, or JSON Lines with --json)"
@@ -29,10 +31,11 @@ def add_arguments(p):
     p.add_argument("file", help="a .logb file, or - for standard input")
     p.add_argument("--stream", metavar="NAME|UUID", help="only this stream")
     p.add_argument("--json", action="store_true", help="JSON Lines: one object per record or frame")
+    add_recover(p)
 
 
 def run(args, out):
-    with open_logb(args.file) as f:
+    with open_logb(args.file, recover=args.recover) as f:
         if args.frames:
             _frames(f, args, out)
         else:
@@ -73,15 +76,17 @@ def _frames(f, args, out):
             out.write(f"{obj['offset']:>10}  {obj['type']:<7} {extra}\n")
 
 
-def _payload_json(payload):
-    out = {}
-    for k, v in vars(payload).items():
-        if isinstance(v, bytes):
-            v = v.hex()
-        elif isinstance(v, tuple):
-            v = [list(x) if isinstance(x, tuple) else x for x in v]
-        out[k] = v
-    return out
+def _payload_json(v):
+    """A decoded payload as JSON values, however deep (INDEX: uuid bytes inside entry tuples)."""
+    if dataclasses.is_dataclass(v):
+        return {f.name: _payload_json(getattr(v, f.name)) for f in dataclasses.fields(v)}
+    if isinstance(v, (tuple, list)):
+        return [_payload_json(x) for x in v]
+    if isinstance(v, dict):
+        return {str(k): _payload_json(x) for k, x in v.items()}
+    if isinstance(v, (bytes, bytearray, memoryview)):
+        return bytes(v).hex()
+    return v
 
 
 def _records(f, args, out):

@@ -9,7 +9,7 @@ import numpy as np
 from ..can import formats
 from ..errors import InvalidSchemaError, UsageError
 from ..tables import AxisKind
-from .common import EXIT_DAMAGED, EXIT_OK, column_values, open_logb
+from .common import EXIT_DAMAGED, EXIT_OK, add_recover, column_values, open_logb, output
 
 HELP = "export one stream to CSV or Parquet, or CAN bus streams to candump/ASC/BLF/TRC/MDF4"
 DESCRIPTION = """\
@@ -26,7 +26,13 @@ frame of each bus, also those a logger routed to per-message streams alone
 (`exclusive` routing, docs/SPEC.md §13.4); --stream then picks one bus
 (default: all).
 
-  logb export rec.logb --format mdf4 -o rec.mf4"""
+  logb export rec.logb --format mdf4 -o rec.mf4
+
+OUT is written to a temporary file beside it and renamed only when complete;
+an OUT that is the input is refused.
+
+Exit status: 0 exported, 1 damaged or truncated input (what it holds is
+still exported), 2 not Logb, 64 usage error."""
 
 
 def add_arguments(p):
@@ -35,6 +41,7 @@ def add_arguments(p):
     p.add_argument("--format", choices=("csv", "parquet") + tuple(formats.REGISTRY),
                    help="default: from the output's extension")
     p.add_argument("-o", "--output", required=True, metavar="OUT")
+    add_recover(p)
 
 
 def _table(stream):
@@ -59,16 +66,14 @@ def run(args, out):
     fmt = args.format or ("parquet" if args.output.endswith((".parquet", ".pq")) else "csv")
     if args.stream is None:
         raise UsageError("--stream is required for csv and parquet")
-    with open_logb(args.file) as f:
+    with output(args.output, [args.file]) as tmp, open_logb(args.file, recover=args.recover) as f:
         stream = f.stream(args.stream)
         if stream.schema is None:
             raise InvalidSchemaError(f"stream {stream.name!r} has no valid schema; nothing to export")
         names, data, meta = _table(stream)
-        if fmt == "csv":
-            _csv(args.output, names, data)
-        else:
-            _parquet(args.output, names, data, meta)
-    return EXIT_OK
+        (_csv if fmt == "csv" else _parquet)(tmp, names, data, meta)
+        damaged = not f.report.clean or stream.rejected
+    return EXIT_DAMAGED if damaged else EXIT_OK
 
 
 def run_can(args, fmt):
@@ -76,18 +81,18 @@ def run_can(args, fmt):
     as a trace file of format module `fmt`."""
     importlib.import_module(fmt.REQUIRES)  # missing: main.py gives the pip hint
     streams = [args.stream] if args.stream else None
-    with open_logb(args.file) as f:
+    with output(args.output, [args.file]) as tmp, open_logb(args.file, recover=args.recover) as f:
         trace = formats.read_logb(f, streams)  # NotFoundError: no such bus (exit 64)
         if not trace.buses:
             raise UsageError(f"{args.file}: no raw CAN bus stream to export")
-        warnings = fmt.write(trace, args.output)
+        warnings = fmt.write(trace, tmp)
         damaged = not f.report.clean
     for w in warnings:
         print(f"logb export: warning: {w}", file=sys.stderr)
     return EXIT_DAMAGED if damaged else EXIT_OK
 
 
-def _csv(path, names, data):
+def _csv(path, names, data, _meta):
     columns = [column_values(c) for c in data]
     with open(path, "w", newline="") as fh:
         w = csv.writer(fh)
@@ -103,8 +108,8 @@ def _parquet(path, names, data, meta):
     for name, col, md in zip(names, data, meta):
         if isinstance(col, np.ma.MaskedArray):
             arr = pa.array(col.data, mask=np.ma.getmaskarray(col))
-        elif col.ndim == 2:
-            arr = pa.array([bytes(r) for r in col], pa.binary(col.shape[1]))
+        elif col.ndim == 2:  # fixed bytes; Parquet has no zero-width fixed type, so those are variable
+            arr = pa.array([bytes(r) for r in col], pa.binary(col.shape[1] or -1))
         elif col.dtype == object:
             arr = pa.array(list(col))
         elif np.iscomplexobj(col):  # Arrow has no complex type: [re, im] pairs

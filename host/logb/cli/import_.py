@@ -5,7 +5,7 @@ import os
 
 from ..can import formats  # python-can itself is imported only when a trace is read
 from ..errors import UnreadableInputError, UsageError
-from .common import EXIT_OK, dumps
+from .common import EXIT_OK, dbc_errors, dumps, output
 
 HELP = "import a CAN trace (candump .log, Vector ASC/BLF, PEAK TRC) into a Logb file"
 DESCRIPTION = """\
@@ -25,7 +25,12 @@ time zone. `logb export FILE --format blf -o out.blf` writes it back.
 
   logb import drive.blf -o drive.logb --dbc vehicle.dbc
 
-Exit status: 0 imported, 1 the trace could not be read, 64 usage error.
+OUT is written to a temporary file beside it and renamed only when complete:
+a trace or DBC that does not parse leaves no OUT, and an OUT that is one of
+the inputs is refused.
+
+Exit status: 0 imported, 1 the trace or the DBC could not be read, 64 usage
+error.
 
 What python-can would lose, and how it is kept:
 """
@@ -46,15 +51,16 @@ def add_arguments(p):
 def run(args, out):
     fmt = formats.format_for(args.trace, args.format, reading=True)
     importlib.import_module(fmt.REQUIRES)  # missing: main.py gives the pip hint
-    if not os.path.exists(args.trace):
-        raise UsageError(f"{args.trace}: no such file")
-    if args.dbc and not os.path.exists(args.dbc):
-        raise UsageError(f"{args.dbc}: no such file")
-    try:
-        trace = fmt.read(args.trace)
-    except Exception as exc:  # python-can's parse errors have no common base class
-        raise UnreadableInputError(f"{args.trace}: cannot read as {fmt.NAME}: {exc}") from None
-    problems = formats.write_logb(trace, args.output, dbc=args.dbc, device=args.device, source=args.trace)
+    for path in (args.trace, args.dbc):
+        if path is not None and (os.path.isdir(path) or not os.path.exists(path)):
+            raise UsageError(f"{path}: {'is a directory' if os.path.isdir(path) else 'no such file'}")
+    with output(args.output, [args.trace, args.dbc]) as tmp:
+        try:
+            trace = fmt.read(args.trace)
+        except Exception as exc:  # python-can's parse errors have no common base class
+            raise UnreadableInputError(f"{args.trace}: cannot read as {fmt.NAME}: {exc}") from None
+        with dbc_errors(args.dbc):
+            problems = formats.write_logb(trace, tmp, dbc=args.dbc, device=args.device, source=args.trace)
     summary = {
         "source": args.trace, "format": fmt.NAME, "output": args.output, "frames": trace.frames,
         "time_base": "unix" if trace.dated else "relative", "axis_exp": trace.axis_exp,

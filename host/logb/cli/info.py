@@ -1,6 +1,6 @@
 """logb info: what a file holds and how intact it is."""
 
-from .common import EXIT_DAMAGED, EXIT_OK, dumps, open_logb, schema_json
+from .common import EXIT_DAMAGED, EXIT_OK, add_recover, dumps, open_logb, schema_json
 from ..tables import AxisKind
 
 HELP = "show sessions, segments, streams, runs, anchors, attachments and integrity"
@@ -20,6 +20,7 @@ Exit status: 0 intact, 1 damaged/truncated/rejected records, 2 not Logb,
 def add_arguments(p):
     p.add_argument("file", help="a .logb file, or - for standard input")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_recover(p)
 
 
 def summary(f):
@@ -93,7 +94,8 @@ def intact(f):
 
 def _human(info, out):
     w = out.write
-    w(f"Logb {info['version']}, {info['size']} bytes, {info['frames']} frames, "
+    version = info["version"] or "(no file header: read from its first SYNC)"
+    w(f"Logb {version}, {info['size']} bytes, {info['frames']} frames, "
       f"{len(info['segments'])} segments, {len(info['sessions'])} sessions\n")
     for se in info["sessions"]:
         w(f"session {se['index']}: id={se['id']} time_base={se['time_base']} ({se['basis']}) "
@@ -129,7 +131,7 @@ def _human(info, out):
 
 
 def run(args, out):
-    with open_logb(args.file) as f:
+    with open_logb(args.file, recover=args.recover) as f:
         f.validate()
         info = summary(f)
     if args.json:

@@ -3,7 +3,7 @@
 import os
 
 from ..errors import UsageError
-from .common import EXIT_DAMAGED, EXIT_OK, open_logb
+from .common import EXIT_DAMAGED, EXIT_OK, add_recover, dbc_errors, open_logb, output
 
 HELP = "plot signals against time to a PNG (matplotlib)"
 DESCRIPTION = """\
@@ -16,8 +16,12 @@ base unix, or monotonic with anchors), else seconds of the recording's axis.
 
   logb plot drive.logb EngineSpeed VehicleSpeed -o speed.png --window 10:70
 
-Exit status: 0 written, 1 damaged input (still plotted), 64 usage error
-(including an unknown signal; the message lists what the file has)."""
+OUT.png is written to a temporary file beside it and renamed only when
+complete; an OUT.png that is one of the inputs is refused.
+
+Exit status: 0 written, 1 damaged input (still plotted) or a DBC that does
+not parse, 64 usage error (including an unknown signal; the message lists
+what the file has)."""
 
 
 def add_arguments(p):
@@ -28,6 +32,7 @@ def add_arguments(p):
     p.add_argument("--window", metavar="T0:T1", help="seconds after the first plotted record")
     p.add_argument("--title", help="a title above the plot")
     p.add_argument("--size", metavar="WxH", default="11x3", help="inches: width x height per panel (default 11x3)")
+    add_recover(p)
 
 
 def _pair(text, what):
@@ -47,9 +52,10 @@ def run(args, out):
     size = _pair(args.size, "--size")
     if args.dbc and not os.path.exists(args.dbc):
         raise UsageError(f"{args.dbc}: no such file")
-    with open_logb(args.file) as f:
+    with (output(args.output, [args.file, args.dbc]) as tmp, open_logb(args.file, recover=args.recover) as f,
+          dbc_errors(args.dbc or "the DBC attached to the file")):
         # UnknownSignalError: a usage error (exit 64), its message lists what the file has
-        info = plot.plot(f, args.signals, args.output, dbc=args.dbc, window=window, title=args.title, size=size)
+        info = plot.plot(f, args.signals, tmp, dbc=args.dbc, window=window, title=args.title, size=size)
         damaged = not f.report.clean
     out.write(f"{args.output}: {', '.join(info['series'])} ({info['points']} points, "
               f"{'UTC' if info['time'] == 'utc' else 'axis seconds'})\n")

@@ -1,7 +1,7 @@
 """logb stats: per-id timing of CAN frames and a bus load estimate."""
 
 from ..errors import UsageError
-from .common import EXIT_DAMAGED, EXIT_OK, dumps, open_logb
+from .common import EXIT_DAMAGED, EXIT_OK, add_recover, dumps, open_logb
 
 HELP = "per CAN id: count, mean period, jitter, gaps, DLC; bus load estimate"
 DESCRIPTION = """\
@@ -31,6 +31,7 @@ def add_arguments(p):
                    help="an interval longer than this times the median interval is a gap (default 2)")
     p.add_argument("--window", type=float, default=0.1, help="peak-load window, s (default 0.1)")
     p.add_argument("--json", action="store_true", help="one JSON object: {\"buses\": [...]}")
+    add_recover(p)
 
 
 def run(args, out):
@@ -38,7 +39,7 @@ def run(args, out):
 
     if args.bitrate <= 0 or args.data_bitrate <= 0 or args.window <= 0 or args.gap_factor <= 0:
         raise UsageError("--bitrate, --data-bitrate, --window and --gap-factor must be positive")
-    with open_logb(args.file) as f:
+    with open_logb(args.file, recover=args.recover) as f:
         trace = formats.read_logb(f, args.stream)  # NotFoundError: no such bus (exit 64)
         if not trace.buses:
             raise UsageError(f"{args.file}: no raw CAN bus stream")

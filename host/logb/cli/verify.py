@@ -1,6 +1,6 @@
 """logb verify: check every frame; the exit status says whether the file is intact."""
 
-from .common import EXIT_DAMAGED, EXIT_OK, dumps, open_logb
+from .common import EXIT_DAMAGED, EXIT_OK, add_recover, dumps, open_logb
 from .info import intact
 
 HELP = "check every frame's CRC and every record; exit 0 intact, 1 damaged, 2 not Logb"
@@ -17,10 +17,11 @@ Exit status (for scripts):
 def add_arguments(p):
     p.add_argument("file", help="a .logb file, or - for standard input")
     p.add_argument("--json", action="store_true", help="print the verdict as one JSON object")
+    add_recover(p)
 
 
 def run(args, out):
-    with open_logb(args.file) as f:
+    with open_logb(args.file, recover=args.recover) as f:
         f.validate()
         rep = f.report
         ok = intact(f)
