@@ -95,7 +95,7 @@ def _identity(path):
     """(device, inode) of a path ("-": standard input), or None if there is none."""
     try:
         st = os.fstat(sys.stdin.fileno()) if path == "-" else os.stat(path)
-    except (OSError, ValueError):  # no such file; stdin closed or replaced (tests)
+    except (OSError, ValueError, AttributeError):  # no such file; stdin closed, replaced or absent
         return None
     return st.st_dev, st.st_ino
 
