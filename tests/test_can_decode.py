@@ -310,3 +310,22 @@ def test_durango_abs6_frames_lack_their_last_bytes(tmp_path, capsys):
     assert {r["ABS_6.CHECKSUM"] for r in rows} == {""} and all(r["ABS_6.BRAKE_PRESSURE_1"] for r in rows)
     code, text, _ = run(capsys, "stats", path)
     assert "ABS_6: 297 of 297 shorter than its 8 bytes" in text
+
+
+def test_a_cut_import_decodes_from_the_raw_bus_stream(tmp_path, capsys):
+    # per-message DATA of the tail is lost with the cut; the raw bus frames and the DBC survive
+    pytest.importorskip("can")
+    path = tmp_path / "durango.logb"
+    assert run(capsys, "import", DURANGO, "--dbc", GIORGIO, "-o", path)[0] == 0
+    cut = tmp_path / "cut.logb"
+    cut.write_bytes(path.read_bytes()[:300001])
+    out = tmp_path / "cut.csv"
+    code, text, _ = run(capsys, "decode", cut, "-o", out)
+    assert code == 1  # damaged input, decoded as far as it goes
+    with open(out) as fh:
+        rows = list(csv.DictReader(fh))
+    with logb.LogbFile(str(cut)) as f:
+        assert not f.report.clean
+        whole = decode_file(f, source="raw")
+        assert sum(len(d) for d in decode_file(f, source="messages")) < sum(len(d) for d in whole)
+    assert len(rows) == sum(len(d) for d in whole) > 4000

@@ -62,7 +62,7 @@ def ensure_files(d):
     full, raw = d / "can_messages.logb", d / "can_raw_dbc.logb"
     stamp = d / "can_files.json"
     src = (d / "trace.bin").stat()
-    want = {"trace_mtime": src.st_mtime, "trace_size": src.st_size, "logb": logb.__version__, "layout": 1}
+    want = {"trace_mtime": src.st_mtime, "trace_size": src.st_size, "logb": logb.__version__, "layout": 2}
     if full.exists() and raw.exists() and stamp.exists():
         try:
             if json.loads(stamp.read_text()) == want:

@@ -282,12 +282,17 @@ def decode_file(f, dbc=None, messages=None, signals=None, window=None, source="a
     for `exclusive` buses, the raw bus stream's frames their exact streams could not
     hold); otherwise (or with `dbc`: a path, DBC text or CompiledDbc, or with
     source="raw") every bus's frames (bus_frames) are decoded with that DBC or the
-    file's embedded one; source="messages" insists on per-message streams. `window`
+    file's embedded one; source="messages" insists on per-message streams. A damaged
+    or cut file whose buses are `mirror` with a DBC attached is decoded from its raw
+    bus streams (per-message DATA, written later than the raw frames it repeats, may
+    be lost for whole time ranges; the raw bus stream loses only what was hit). `window`
     is (T0, T1) in seconds of the axis (inclusive). Returns a list of Decoded;
     NothingToDecodeError when the file has no CAN stream, or no DBC for its raw ones."""
     messages = set(messages) if messages else None
     signals = set(signals) if signals else None
     per_message = [s for s in f.streams.values() if is_message_stream(s)]
+    if source == "auto" and dbc is None and per_message and _damaged_mirror(f):
+        source = "raw"  # the whole bus is intact where per-message DATA may be lost (a cut file)
     if source == "messages" and not per_message:
         raise NothingToDecodeError("no per-message CAN streams in this file")
     if source == "messages" or (source == "auto" and dbc is None and per_message):
@@ -335,6 +340,15 @@ def decode_file(f, dbc=None, messages=None, signals=None, window=None, source="a
         out += decode_frames(compiled, b.t, b.id, b.flags, b.data, messages, signals, b.axis_exp, bus=s.name,
                              dlc=b.dlc)
     return out
+
+
+def _damaged_mirror(f):
+    """Does a damaged or cut file hold its whole bus in `mirror` raw bus streams with a DBC
+    attached? Then decoding them loses only what the damage hit, while per-message DATA
+    (written as it fills, later than the raw frames) may be missing for whole time ranges."""
+    groups = buses(f)
+    return (not f.report.clean and bool(groups) and not any(g.exclusive_segments() for g in groups)
+            and all(embedded_dbc(f, g.streams[0]) is not None for g in groups))
 
 
 def _exclusive_leftovers(f, window):
