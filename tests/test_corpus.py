@@ -3,7 +3,9 @@
 1. Regenerating the corpus gives byte-identical fixtures and identical
    expectations, so the committed files cannot drift from their generator.
 2. For every fixture, `logb info --json`, `logb dump --records --json` and
-   their exit statuses match the expectation written by hand from SPEC.md.
+   their exit statuses match the expectation written by hand from SPEC.md;
+   where an expectation names `strict`, a strict reader raises that error
+   (or, for null, reads the fixture without one).
 
 Where the reader disagrees with the spec the expectation is kept and the test
 is marked xfail(strict=True) with the disagreement (XFAIL below), so a fix
@@ -30,7 +32,13 @@ NAMES = sorted(p.name[: -len(".expect.json")] for p in CORPUS.glob("*.expect.jso
 
 # (aspect, fixture) -> a known disagreement between the reader and SPEC.md; empty
 # while the reader conforms (a strict xfail turns a fix into a failure to remove it).
-XFAIL = {}
+# G17: the scanner resumes inside the segment, but reader.py still closes the
+# segment on every skipped range (it must count Report.segment_breaks instead).
+READER_CLOSES_ON_EVERY_SKIP = "reader.py drops the segment's bindings on every Skip, not on Report.segment_breaks"
+XFAIL = {(aspect, name): READER_CLOSES_ON_EVERY_SKIP for aspect in ("info", "dump") for name in (
+    "crc_mismatch_resync", "length_past_end", "g17_before_end_trusted", "g17_bound_trusted",
+    "g17_header_in_payload_not_evidence", "g17_inner_frame_not_read", "g17_inner_frame_read",
+    "g17_schema_in_payload_not_evidence", "g17_unbound_not_trusted")}
 
 
 def _params(aspect):
@@ -154,3 +162,22 @@ def test_dump_records(name):
 def test_dump_exit_status(name):
     code, _out = _cli("dump", "--records", "--json", str(CORPUS / f"{name}.logb"))
     assert code == _expect(name)["exit"]
+
+
+STRICT = [n for n in NAMES if "strict" in _expect(n)]
+
+
+def test_strict_expectations_have_both_polarities():
+    assert {_expect(n)["strict"] is None for n in STRICT} == {True, False}
+
+
+@pytest.mark.parametrize("name", STRICT)
+def test_strict(name):
+    """SPEC §10.5: a strict reader stops at the first damage; truncation is never an error."""
+    error = _expect(name)["strict"]
+    path = str(CORPUS / f"{name}.logb")
+    if error is None:
+        logb.LogbFile(path, strict=True)
+    else:
+        with pytest.raises(getattr(logb, error)):
+            logb.LogbFile(path, strict=True)

@@ -20,6 +20,11 @@ from logb.scan import Report, iter_frames
 
 UA, UB = b"\xaa" * 16, b"\xbb" * 16
 
+# G17: until reader.py counts Report.segment_breaks (it closes the segment on
+# every skipped range), records after an in-segment resume are unbound.
+_READER_KEEPS_NO_SEGMENT = pytest.mark.xfail(
+    strict=True, reason="reader.py drops the segment's bindings on every Skip, not on Report.segment_breaks")
+
 SCHEMA_A = Schema(UA, "alpha", 40, AxisKind.time, AxisMode.implicit, axis_exp=-6, axis_step=1000, fields=(
     Field("n", 0, 32, DataType.uint), Field("x", 32, 8, DataType.sint, ByteOrder.big)))
 SCHEMA_B = Schema(UB, "beta", 16, AxisKind.index, AxisMode.implicit, axis_step=1.0, fields=(
@@ -192,20 +197,89 @@ def test_random_corruption(multi):
                 logb.LogbFile(bad, strict=True)
 
 
-def test_damage_reports_cause_and_resyncs_at_next_segment(multi):
+@_READER_KEEPS_NO_SEGMENT
+def test_damage_costs_only_the_damaged_frame(multi):
+    """G17 (SPEC §10.3): a flipped bit leaves the frame's length intact and a
+    trusted DATA frame starts at its end, so reading resumes there, inside
+    the same segment (G14 lost the rest of the segment)."""
     data, written, frames = multi
     syncs = [off for off, t, _, _ in frames if t == 0x01]
-    # flip one bit inside the first DATA frame of segment 1
-    target = next(off for off, t, _, _ in frames if t == 0x20 and syncs[1] < off < syncs[2])
+    k = next(i for i, (off, t, _, _) in enumerate(frames) if t == 0x20 and syncs[1] < off < syncs[2])
+    target, after = frames[k][0], frames[k + 1][0]
+    assert frames[k + 1][1] == 0x20  # the frame after it is DATA of a bound stream
     bad = bytearray(data)
     bad[target + 20] ^= 0x10
     f = logb.LogbFile(bytes(bad))
     (skip,) = f.report.skipped
-    assert (skip.start, skip.end, skip.cause) == (target, syncs[2], "crc mismatch")
+    assert (skip.start, skip.end, skip.cause) == (target, after, "crc mismatch")
     assert not f.report.truncated
-    assert any(n.kind == "resync" and n.offset == syncs[2] for n in f.report.notes)
+    assert any(n.kind == "resync" and n.offset == after for n in f.report.notes)
+    lost_sid = frames[k][2]
+    lost = sum(1 for off, t, sid, _ in frames if t == 0x20 and sid == lost_sid and off < target)
+    for sid, uuid in ((1, UA), (2, UB)):
+        skip_batch = lost if sid == lost_sid else None
+        assert records(f, uuid) == expect(written, sid, lambda b, skip_batch=skip_batch: b != skip_batch)
     with pytest.raises(logb.CorruptFrameError):
         logb.LogbFile(bytes(bad), strict=True)
+
+
+def _allowed_loss(frames, x, old, new):
+    """The offsets of the DATA frames G17 lets one changed byte at `x` (`old`
+    -> `new`) cost: the frame it hits; in a segment's SCHEMA region (its SYNC
+    up to its first DATA) the segment; and, when the byte is in the length
+    field and the wrong own end is a frame boundary (rule A trusts what
+    starts there), the frames up to that boundary."""
+    starts = [off for off, _t, _s, _n in frames]
+    i = max(j for j, off in enumerate(starts) if off <= x)
+    hit, ftype, _sid, plen = frames[i]
+    lost = {hit}
+    sync = max((j for j in range(i + 1) if frames[j][1] == 0x01), default=None)
+    region_end = next((j for j in range(i, len(frames)) if frames[j][1] == 0x20), len(frames))
+    if sync is not None and ftype != 0x20 and i < region_end and all(
+            frames[j][1] != 0x20 for j in range(sync, i)):
+        nxt = next((j for j in range(i + 1, len(frames)) if frames[j][1] == 0x01), len(frames))
+        lost |= {frames[j][0] for j in range(i, nxt)}
+    if x - hit < 4:
+        shift = 8 * (x - hit)
+        wrong_end = hit + 12 + (plen & ~(0xFF << shift) | new << shift)
+        if wrong_end in starts:
+            j = starts.index(wrong_end)
+            lost |= {frames[k][0] for k in range(i, j)}
+            if frames[j][1] == 0x10:  # a SCHEMA there: evidence of a lost SYNC, on to the next SYNC
+                nxt = next((k for k in range(j, len(frames)) if frames[k][1] == 0x01), len(frames))
+                lost |= {frames[k][0] for k in range(j, nxt)}
+    return lost
+
+
+@_READER_KEEPS_NO_SEGMENT
+def test_one_changed_byte_costs_at_most_the_frame_it_hits():
+    """G17 on a real recording (logb.Writer, many segments, two streams, zstd
+    and plain frames): one changed byte anywhere after the file header costs
+    at most the DATA frame it hits, or in a SCHEMA region its segment; never a
+    record invented or returned twice."""
+    data, written = build(batches=24)
+    frames = _frames.walk(data)
+    ordinal, per_frame = {1: 0, 2: 0}, {}
+    for off, t, sid, _n in frames:
+        if t == 0x20:
+            batch = written[sid][ordinal[sid]]
+            per_frame[off] = (sid, [rec_a(c) if sid == 1 else rec_b(c) for c in batch])
+            ordinal[sid] += 1
+    rng = random.Random(1017)
+    for _ in range(300):
+        x = rng.randrange(16, len(data))
+        bad = bytearray(data)
+        bad[x] ^= rng.randrange(1, 256)
+        allowed = _allowed_loss(frames, x, data[x], bad[x])
+        f = logb.LogbFile(bytes(bad))
+        got = {1: records(f, UA), 2: records(f, UB)}
+        for sid in (1, 2):
+            assert len(got[sid]) == len(set(got[sid])), "a record returned twice"
+        for off, (sid, recs) in per_frame.items():
+            if off not in allowed:
+                assert set(recs) <= set(got[sid]), (x, off)
+        originals = {sid: {r for s, recs in per_frame.values() if s == sid for r in recs} for sid in (1, 2)}
+        assert all(set(got[sid]) <= originals[sid] for sid in (1, 2)), x
 
 
 # ------------------------------------------------------------ (c) concatenation

@@ -201,7 +201,7 @@ def minimal():
                        exp=-3, step=10))
     b.put(hm.data(1, bytes([7, 200]), 2, base=1000))
     return b.buf, {
-        "exit": 0, "truncated": False, "sessions": 1, "skipped": [],
+        "exit": 0, "truncated": False, "sessions": 1, "skipped": [], "strict": None,
         "streams": streams((U(1), "minimal", 2, 0)),
         "records": [rec(U(1), "minimal", 1000, {"v": 7}, wall=UNDATED),
                     rec(U(1), "minimal", 1010, {"v": 200}, wall=UNDATED)],
@@ -1099,7 +1099,7 @@ def malformed_frames():
 
 def _two_segments(damage):
     """Segment 0 (DATA A good, DATA B damaged by `damage`, DATA C good), then segment 1.
-    Returns the bytes, the offset of B and of the second SYNC."""
+    Returns the bytes, the offsets of B, C and the second SYNC, and the uuid."""
     u = U(25)
     b = Build(hm.header(), hm.sync(0))
     b.put(hm.meta([("logb.session", "f0" * 16)]))
@@ -1108,41 +1108,272 @@ def _two_segments(damage):
     bad = bytearray(hm.data(1, bytes([3, 4, 5]), 3, base=2))
     damage(bad)
     at_b = b.put(bytes(bad))
-    b.put(hm.data(1, bytes([6]), 1, base=5))
+    at_c = b.put(hm.data(1, bytes([6]), 1, base=5))
     at_sync = b.put(hm.sync(1))
     b.put(hm.meta([("logb.session", "f0" * 16)]))
     b.put(u8_stream(u, "s"))
     b.put(hm.data(1, bytes([7, 8]), 2, base=6))
-    return b.buf, at_b, at_sync, u
+    return b.buf, at_b, at_c, at_sync, u
 
 
-@fixture("CRC mismatch mid-file: skipped to the next well-formed SYNC (frames between are inside the range), "
-         "the read resyncs and continues", "§10.1 step 4, §10.2, §10.3")
+@fixture("G17 resume at the damaged frame's own end: a flipped record byte leaves the length intact, "
+         "the frame there (DATA of a bound stream_id) is trusted, so only the damaged frame is lost",
+         "§10.1 step 4, §10.2, §10.3 rule A")
 def crc_mismatch_resync():
     def flip(frame):
         frame[8 + 28] ^= 0xFF  # first record byte; the CRC is left as it was
 
-    buf, at_b, at_sync, u = _two_segments(flip)
+    buf, at_b, at_c, _at_sync, u = _two_segments(flip)
     return buf, {
-        "exit": 1, "truncated": False, "sessions": 1, "skipped": [[at_b, at_sync, "crc mismatch"]],
-        "streams": streams((u, "s", 4, 0)),
-        "records": u8_records(u, "s", [1, 2]) + u8_records(u, "s", [7, 8], base=6),
+        "exit": 1, "truncated": False, "sessions": 1, "skipped": [[at_b, at_c, "crc mismatch"]],
+        "strict": "CorruptFrameError",
+        "streams": streams((u, "s", 5, 0)),
+        "records": u8_records(u, "s", [1, 2]) + u8_records(u, "s", [6], base=5) + u8_records(u, "s", [7, 8], base=6),
     }
 
 
-@fixture("payload_len running past the end with a later SYNC: 'length past end' range up to that SYNC",
-         "§10.1 step 3, §10.2, §10.3")
+@fixture("G17 resume at the next trusted frame: a length running past the end gives no own end, so the "
+         "search finds the next frame (DATA of a bound stream_id); 'length past end' range up to it",
+         "§10.1 step 3, §10.2, §10.3 rule B")
 def length_past_end():
     def grow(frame):
         frame[0:4] = struct.pack("<I", 0xFFFFFF00)
 
-    buf, at_b, at_sync, u = _two_segments(grow)
+    buf, at_b, at_c, _at_sync, u = _two_segments(grow)
     return buf, {
-        "exit": 1, "truncated": False, "sessions": 1, "skipped": [[at_b, at_sync, "length past end"]],
-        "streams": streams((u, "s", 4, 0)),
-        "records": u8_records(u, "s", [1, 2]) + u8_records(u, "s", [7, 8], base=6),
+        "exit": 1, "truncated": False, "sessions": 1, "skipped": [[at_b, at_c, "length past end"]],
+        "strict": "CorruptFrameError",
+        "streams": streams((u, "s", 5, 0)),
+        "records": u8_records(u, "s", [1, 2]) + u8_records(u, "s", [6], base=5) + u8_records(u, "s", [7, 8], base=6),
     }
 
+
+# ================================================================ G17: frame-level resync inside a segment
+
+def _bad_crc(frame):
+    """The frame with its CRC broken and its length intact (its own end is right)."""
+    frame = bytearray(frame)
+    frame[-1] ^= 0xFF
+    return bytes(frame)
+
+
+def _bad_length(frame):
+    """The frame one byte longer than it is, CRC broken (its own end is wrong)."""
+    frame = bytearray(frame)
+    frame[0:4] = struct.pack("<I", len(frame) - 12 + 1)
+    frame[-4:] = b"\xff" * 4  # what the walk meets after a frame read inside it: a length past the end
+    return bytes(frame)
+
+
+def _g17_start(u, sid=1):
+    """Header, SYNC 0, SCHEMA binding `sid`, DATA A [1, 2] at axis 0."""
+    b = Build(hm.header(), hm.sync(0), u8_stream(u, "s", sid=sid))
+    b.put(hm.data(sid, bytes([1, 2]), 2, base=0))
+    return b
+
+
+def _carrier(inner, base=2):
+    """A DATA frame (stream_id 1, one u8 record per byte) whose records are `inner`'s bytes."""
+    return hm.data(1, inner, len(inner), base=base)
+
+
+@fixture("G17 the damaged frame's own end wins over a CRC-valid frame inside its payload: the inner frame "
+         "is never read (polarity: own end trusted)", "§10.3 rule A")
+def g17_inner_frame_not_read():
+    u = U(0x71)
+    b = _g17_start(u)
+    at_b = b.put(_bad_crc(_carrier(hm.data(1, bytes([9]), 1, base=100))))
+    at_c = b.put(hm.data(1, bytes([6]), 1, base=5))
+    return b.buf, {
+        "exit": 1, "truncated": False, "sessions": 1, "skipped": [[at_b, at_c, "crc mismatch"]],
+        "strict": "CorruptFrameError",
+        "streams": streams((u, "s", 3, 0)),
+        "records": u8_records(u, "s", [1, 2]) + u8_records(u, "s", [6], base=5),
+    }
+
+
+@fixture("G17 frames found inside a damaged frame: its own end is not trusted (its length is wrong), so the "
+         "earliest trusted frame after the damage is the one inside its payload, which is read "
+         "(polarity: own end untrusted)", "§10.3 rule B, frames inside damaged ones")
+def g17_inner_frame_read():
+    u = U(0x72)
+    b = _g17_start(u)
+    inner = hm.data(1, bytes([9]), 1, base=100)
+    at_b = b.put(_bad_length(_carrier(inner)))
+    at_inner = at_b + 8 + 28
+    at_c = b.put(hm.data(1, bytes([6]), 1, base=5))
+    return b.buf, {
+        "exit": 1, "truncated": False, "sessions": 1,
+        "skipped": [[at_b, at_inner, "crc mismatch"], [at_inner + len(inner), at_c, "length past end"]],
+        "strict": "CorruptFrameError",
+        "streams": streams((u, "s", 4, 0)),
+        "records": u8_records(u, "s", [1, 2]) + u8_records(u, "s", [9], base=100) + u8_records(u, "s", [6], base=5),
+    }
+
+
+@fixture("G17 a stream-scoped frame is trusted only with a stream_id the segment binds: at the damaged "
+         "frame's own end a DATA for unbound stream_id 9 is not, so the range runs to the next trusted frame "
+         "(polarity: unbound)", "§10.3 trusted frames")
+def g17_unbound_not_trusted():
+    u = U(0x73)
+    b = _g17_start(u)
+    at_b = b.put(_bad_crc(hm.data(1, bytes([3, 4]), 2, base=2)))
+    b.put(hm.data(9, bytes([5]), 1, base=4))
+    at_c = b.put(hm.data(1, bytes([6]), 1, base=5))
+    return b.buf, {
+        "exit": 1, "truncated": False, "sessions": 1, "skipped": [[at_b, at_c, "crc mismatch"]],
+        "strict": "CorruptFrameError",
+        "streams": streams((u, "s", 3, 0)),
+        "records": u8_records(u, "s", [1, 2]) + u8_records(u, "s", [6], base=5),
+    }
+
+
+@fixture("G17 the same file with stream_id 9 bound by a SCHEMA in the segment: the DATA at the damaged "
+         "frame's own end is trusted and read (polarity: bound)", "§10.3 trusted frames, rule A")
+def g17_bound_trusted():
+    u, t = U(0x74), U(0x75)
+    b = Build(hm.header(), hm.sync(0), u8_stream(u, "s"), u8_stream(t, "t", sid=9))
+    b.put(hm.data(1, bytes([1, 2]), 2, base=0))
+    at_b = b.put(_bad_crc(hm.data(1, bytes([3, 4]), 2, base=2)))
+    at_x = b.put(hm.data(9, bytes([5]), 1, base=4))
+    b.put(hm.data(1, bytes([6]), 1, base=5))
+    return b.buf, {
+        "exit": 1, "truncated": False, "sessions": 1, "skipped": [[at_b, at_x, "crc mismatch"]],
+        "strict": "CorruptFrameError",
+        "streams": streams((u, "s", 3, 0), (t, "t", 1, 0)),
+        "records": u8_records(u, "s", [1, 2]) + u8_records(t, "t", [5], base=4) + u8_records(u, "s", [6], base=5),
+    }
+
+
+def _lost_segment(t):
+    """A segment whose SYNC is damaged: its SCHEMA binds stream_id 1 to another stream (uuid t, field
+    `w` uint16), its DATA D is [4]; then SYNC 2 with the same binding and DATA E [5]. Returns the
+    bytes and the offset of SYNC 2 within them."""
+    sync1 = _bad_crc(hm.sync(1))
+    other = schema_frame(1, t, "t", 16, [hm.field("w", 0, 16, UINT)], kind=TIME, mode=IMPLICIT, exp=-3)
+    lost = sync1 + other + hm.data(1, struct.pack("<H", 4), 1, base=50)
+    return lost + hm.sync(2) + other + hm.data(1, struct.pack("<H", 5), 1, base=60), len(lost)
+
+
+@fixture("G17 SCHEMA evidence at the own end: a damaged SYNC whose own end is a SCHEMA binding stream_id 1 "
+         "(trusted, and evidence of a lost SYNC): the range runs to the next SYNC, so the lost segment's "
+         "DATA is never decoded with the old segment's binding", "§10.3 lost SYNC")
+def g17_schema_evidence_at_own_end():
+    u, t = U(0x76), U(0x77)
+    b = _g17_start(u)
+    lost, to_sync2 = _lost_segment(t)
+    at = b.put(lost)
+    return b.buf, {
+        "exit": 1, "truncated": False, "sessions": 1, "skipped": [[at, at + to_sync2, "crc mismatch"]],
+        "strict": "CorruptFrameError",
+        "streams": streams((u, "s", 2, 0), (t, "t", 1, 0)),
+        "records": u8_records(u, "s", [1, 2]) + [rec(t, "t", 60, {"w": 5}, wall=UNDATED)],
+    }
+
+
+@fixture("G17 SCHEMA evidence in the search: a DATA frame with a wrong length, then a segment whose SYNC "
+         "is damaged; the search meets its SCHEMA first, so the range runs to the next SYNC "
+         "(polarity: a SCHEMA between the damage and the resume point counts)", "§10.3 rule B, lost SYNC")
+def g17_schema_evidence_in_search():
+    u, t = U(0x78), U(0x79)
+    b = _g17_start(u)
+    at_b = b.put(_bad_length(hm.data(1, bytes([3]), 1, base=2)))
+    lost, to_sync2 = _lost_segment(t)
+    at = b.put(lost)
+    return b.buf, {
+        "exit": 1, "truncated": False, "sessions": 1, "skipped": [[at_b, at + to_sync2, "crc mismatch"]],
+        "strict": "CorruptFrameError",
+        "streams": streams((u, "s", 2, 0), (t, "t", 1, 0)),
+        "records": u8_records(u, "s", [1, 2]) + [rec(t, "t", 60, {"w": 5}, wall=UNDATED)],
+    }
+
+
+@fixture("G17 a CRC-valid SCHEMA inside the payload of a damaged frame whose own end is trusted is not "
+         "evidence: only the damage start and the own end count (polarity: SCHEMA between, own end)",
+         "§10.3 lost SYNC")
+def g17_schema_in_payload_not_evidence():
+    u = U(0x7A)
+    b = _g17_start(u)
+    at_b = b.put(_bad_crc(_carrier(u8_stream(U(0x7C), "x"))))
+    at_c = b.put(hm.data(1, bytes([6]), 1, base=5))
+    return b.buf, {
+        "exit": 1, "truncated": False, "sessions": 1, "skipped": [[at_b, at_c, "crc mismatch"]],
+        "strict": "CorruptFrameError",
+        "streams": streams((u, "s", 3, 0)),
+        "records": u8_records(u, "s", [1, 2]) + u8_records(u, "s", [6], base=5),
+    }
+
+
+@fixture("G17 file header evidence: a DATA frame with a wrong length, then a second file (header, a file "
+         "META, SYNC seq 1, ...): the search meets the header first, so the range runs to that file's SYNC, "
+         "not to its META (trusted as file scope)", "§10.3 rule B, lost SYNC")
+def g17_header_evidence():
+    u = U(0x7D)
+    b = _g17_start(u)
+    at_b = b.put(_bad_length(hm.data(1, bytes([3]), 1, base=2)))
+    b.put(hm.header())
+    b.put(hm.meta([("k", "v")]))
+    at_sync = b.put(hm.sync(1))
+    b.put(u8_stream(u, "s"))
+    b.put(hm.data(1, bytes([7]), 1, base=100))
+    return b.buf, {
+        "exit": 1, "truncated": False, "sessions": 1, "skipped": [[at_b, at_sync, "crc mismatch"]],
+        "strict": "CorruptFrameError",
+        "streams": streams((u, "s", 3, 0)),
+        "records": u8_records(u, "s", [1, 2]) + u8_records(u, "s", [7], base=100),
+    }
+
+
+@fixture("G17 a CRC-valid file header inside the payload of a damaged frame whose own end is trusted is not "
+         "evidence (polarity: header between, own end)", "§10.3 lost SYNC")
+def g17_header_in_payload_not_evidence():
+    u = U(0x7E)
+    b = _g17_start(u)
+    at_b = b.put(_bad_crc(_carrier(hm.header() + hm.sync(7))))
+    at_c = b.put(hm.data(1, bytes([6]), 1, base=5))
+    return b.buf, {
+        "exit": 1, "truncated": False, "sessions": 1, "skipped": [[at_b, at_c, "crc mismatch"]],
+        "strict": "CorruptFrameError",
+        "streams": streams((u, "s", 3, 0)),
+        "records": u8_records(u, "s", [1, 2]) + u8_records(u, "s", [6], base=5),
+    }
+
+
+def _after_end(with_end):
+    u = U(0x7F)
+    b = _g17_start(u)
+    if with_end:
+        b.put(hm.end())
+    at_x = b.put(_bad_crc(hm.data(1, bytes([3]), 1, base=2)))
+    at_c = b.put(hm.data(1, bytes([6]), 1, base=5))
+    at_sync = b.put(hm.sync(1))
+    b.put(u8_stream(u, "s"))
+    b.put(hm.data(1, bytes([7]), 1, base=100))
+    return b.buf, u, at_x, at_c, at_sync
+
+
+@fixture("G17 after END only a SYNC is trusted: the DATA at the damaged frame's own end is not, the range "
+         "runs to the next SYNC (polarity: after END)", "§10.3 trusted frames, §9.2")
+def g17_after_end_only_sync():
+    buf, u, at_x, _at_c, at_sync = _after_end(True)
+    return buf, {
+        "exit": 1, "truncated": False, "sessions": 2, "skipped": [[at_x, at_sync, "crc mismatch"]],
+        "strict": "CorruptFrameError",
+        "streams": streams((u, "s", 3, 0)),
+        "records": u8_records(u, "s", [1, 2]) + u8_records(u, "s", [7], base=100),
+    }
+
+
+@fixture("G17 the same file without the END: the DATA at the damaged frame's own end is trusted "
+         "(polarity: segment open)", "§10.3 rule A")
+def g17_before_end_trusted():
+    buf, u, at_x, at_c, _at_sync = _after_end(False)
+    return buf, {
+        "exit": 1, "truncated": False, "sessions": 1, "skipped": [[at_x, at_c, "crc mismatch"]],
+        "strict": "CorruptFrameError",
+        "streams": streams((u, "s", 4, 0)),
+        "records": u8_records(u, "s", [1, 2]) + u8_records(u, "s", [6], base=5) + u8_records(u, "s", [7], base=100),
+    }
 
 def _cut_file():
     u = U(26)
@@ -1159,7 +1390,7 @@ def truncated_mid_data():
     buf, last, u = _cut_file()
     cut = last + 20
     return buf[:cut], {
-        "exit": 1, "truncated": True, "sessions": 1, "skipped": [[last, cut, "truncated"]],
+        "exit": 1, "truncated": True, "sessions": 1, "skipped": [[last, cut, "truncated"]], "strict": None,
         "streams": streams((u, "s", 2, 0)), "records": u8_records(u, "s", [1, 2]),
     }
 

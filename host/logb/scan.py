@@ -8,21 +8,32 @@ with absolute offsets: `FrameRef` (a CRC-valid frame; from feed() a `Frame`,
 which carries its payload), `Skip` (a damaged range and its SPEC §10.2
 cause) and `Resync` (where reading resumed after damage).
 
-A frame whose CRC fails, or whose length runs past the end, is damage: the
-scanner resynchronises at the next CRC-valid SYNC frame (rule 3) and records
-the skipped range with its cause. If no SYNC follows, the input was cut
-inside the frame or the damage: that is truncation, a report and never an
-exception. Strict mode raises CorruptFrameError at the first damage instead.
+A frame whose CRC fails, or whose length runs past the end, is damage. The
+resync rule (SPEC §10.3, GAPS G17) lives here and nowhere else: inside a
+segment, reading resumes at the damaged frame's own end when a trusted frame
+starts there, else at the earliest trusted frame or SYNC after the damage;
+a CRC-valid SCHEMA or file header met on the way means a SYNC was lost, so
+reading resumes at the next SYNC. To know what is trusted the scanner
+follows the segments itself: a well-formed SYNC opens one, the SCHEMA frames
+after it bind their stream_ids, END (or a malformed SYNC, or a file header)
+closes it. A `Skip` says whether reading resumed inside the same segment
+(`keeps_segment`: its bindings stand) or not. If nothing to resume at
+follows, the input was cut inside the frame or the damage: that is
+truncation, a report and never an exception. Strict mode raises
+CorruptFrameError at the first damage instead.
 
 Bounded memory when fed: the scanner holds only what a decision still needs
-(a frame it waits for, a SYNC candidate, a few bytes of pattern). A frame
+(a frame it waits for, a resume candidate, a few bytes of pattern). A frame
 whose declared payload exceeds `max_payload` (MAX_HELD_PAYLOAD) is not waited
 for (SPEC §10.3 allows it): fed, it is treated as running past the end of the
 input, so a hostile length costs a resync, never gigabytes. `scan(buf)` has
-the whole input and no such limit.
+the whole input and no such limit for frames read in order; a resume
+candidate is held to `max_payload` in both modes, so both find the same.
 """
 
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from .errors import CorruptFrameError, NotLogbError, UnsupportedVersionError
 from .framing import (
@@ -45,9 +56,32 @@ SYNC_PAYLOAD_MIN = 32
 SYNC_PAYLOAD_MAX = 1 << 16
 # The largest payload a fed scanner waits for (far above any frame a logger writes).
 MAX_HELD_PAYLOAD = 1 << 26
+# The CRC work one resume search may spend (SPEC §10.3): this much, plus
+# SEARCH_CRC_PER_BYTE for every byte searched. Honest damage never comes near
+# it; hostile input full of plausible frame headers cannot make the search
+# quadratic.
+SEARCH_CRC_BASE = 1 << 24
+SEARCH_CRC_PER_BYTE = 64
+# The search checks headers a window at a time: small first (the next frame is
+# usually close), growing to this.
+_WINDOW_MIN, _WINDOW_MAX = 4 << 10, 1 << 20
 
 TRUNCATED, CRC_MISMATCH, LENGTH_PAST_END = "truncated", "crc mismatch", "length past end"
 EMBEDDED_HEADER, BAD_HEADER, UNSUPPORTED_VERSION = "embedded file header", "bad file header", "unsupported version"
+
+# What may start where a resume search looks (SPEC §10.3): a trusted frame of
+# the open segment, a SYNC frame, or evidence of a lost SYNC (a CRC-valid
+# SCHEMA frame or file header). WAIT: later bytes decide.
+FRAME, SYNC, EVIDENCE, HEADER, WAIT = "frame", "sync", "evidence", "header", "wait"
+# Trusted whatever their stream_id (file scope, SPEC §4.2), and trusted with a
+# stream_id the open segment binds (META: file scope when its stream_id is 0).
+_FILE_SCOPE = frozenset({FrameType.ATTACH, FrameType.RUN, FrameType.INDEX, FrameType.END})
+_BOUND_SCOPE = frozenset({FrameType.DATA, FrameType.META})
+# Frame types a search candidate can have: the byte-at-a-time filter.
+_CANDIDATE_TYPE = np.zeros(256, bool)
+_CANDIDATE_TYPE[[FrameType.SYNC, FrameType.SCHEMA, *_FILE_SCOPE, *_BOUND_SCOPE]] = True
+# the phases of skipping damage: the damaged frame's own end, the search, the next SYNC
+_OWN, _SEARCH, _NEXT_SYNC = "own end", "search", "next sync"
 
 
 @dataclass(frozen=True)
@@ -55,6 +89,7 @@ class Skip:
     start: int
     end: int  # exclusive
     cause: str
+    keeps_segment: bool = False  # reading resumed inside the same segment: its bindings stand
 
     def as_json(self):
         return {"start": self.start, "end": self.end, "cause": self.cause}
@@ -62,7 +97,8 @@ class Skip:
 
 @dataclass(frozen=True)
 class Resync:
-    offset: int  # the SYNC frame reading resumed at
+    offset: int  # where reading resumed
+    sync: bool = True  # at a SYNC frame (else at a trusted frame of the same segment)
 
 
 @dataclass(frozen=True)
@@ -87,6 +123,7 @@ class Report:
     truncated: bool = False
     truncated_at: object = None  # offset where the incomplete frame or damage began
     frames: int = 0
+    segment_breaks: int = 0  # skipped ranges after which the open segment (if any) is over
 
     @property
     def clean(self):
@@ -99,8 +136,11 @@ class Report:
         """Account for a Skip or Resync event."""
         if type(event) is Skip:
             self.skipped.append(event)
-        else:
+            self.segment_breaks += not event.keeps_segment
+        elif event.sync:
             self.note(event.offset, "resync", f"resynchronised at the SYNC frame at offset {event.offset}")
+        else:
+            self.note(event.offset, "resync", f"resumed at the frame at offset {event.offset}, in the same segment")
 
 
 @dataclass(frozen=True)
@@ -177,6 +217,31 @@ def sync_frames(buf, after=-1):
         after = q
 
 
+def _header_candidates(buf, lo, hi, size, max_payload, final):
+    """Offsets (relative to buf) in [lo, hi) whose 8 bytes could head a search
+    candidate: a candidate frame type and a length that can fit. Vectorised:
+    this is the per-byte cost of a search (SPEC §10.3)."""
+    w = np.frombuffer(bytes(buf[lo : hi + FRAME_HEADER_SIZE - 1]), np.uint8)
+    n = hi - lo
+    at = np.flatnonzero(_CANDIDATE_TYPE[w[4 : 4 + n]])
+    plen = (w[at].astype(np.int64) | w[at + 1].astype(np.int64) << 8
+            | w[at + 2].astype(np.int64) << 16 | w[at + 3].astype(np.int64) << 24)
+    keep = plen <= max_payload
+    if final:
+        keep &= at + lo + FRAME_OVERHEAD + plen <= size
+    return (at[keep] + lo).tolist()
+
+
+def _magic_candidates(buf, lo, hi):
+    """Offsets (relative to buf) in [lo, hi) where the file magic starts."""
+    out = []
+    i = buf.find(MAGIC[:1], lo, hi)
+    while i >= 0:
+        out.append(i)
+        i = buf.find(MAGIC[:1], i + 1, hi)
+    return out
+
+
 class FrameScanner:
     """The frame walker (see the module docstring). `start`: the absolute
     offset of the first byte given; `header`: the file header is read there
@@ -194,8 +259,14 @@ class FrameScanner:
         self.max_payload = max_payload
         self.header = None
         self.truncated_at = None
+        self._segment = False  # a well-formed SYNC was read and nothing has closed its segment since
+        self._bound = set()  # the stream_ids the open segment's SCHEMA frames bind
         self._damage = None  # (start, cause) of the damage being skipped
-        self._search = None  # while skipping: where the resync search goes on
+        self._phase = None  # _OWN, _SEARCH or _NEXT_SYNC while skipping damage
+        self._own = None  # where the damaged frame's own length ends
+        self._from = None  # _OWN, _SEARCH: the first offset the search has not ruled out
+        self._search = None  # _NEXT_SYNC: where the sync pattern search goes on
+        self._spent = 0  # CRC bytes this search has spent
         self._gone = None  # start of an unsupported-version range: nothing after it is read
         self._held = bytearray()  # fed bytes still needed, from absolute offset _base
         self._base = start
@@ -248,7 +319,9 @@ class FrameScanner:
         if self._gone is not None:
             return size
         if self._damage is not None:
-            return self._search - FRAME_HEADER_SIZE  # a SYNC candidate starts 8 bytes before its pattern
+            if self._phase == _NEXT_SYNC:
+                return min(self._search - FRAME_HEADER_SIZE, size)  # a SYNC starts 8 bytes before its pattern
+            return min(self._from, size)
         if self._want_header:
             return 0
         return min(self.pos, size)
@@ -283,6 +356,7 @@ class FrameScanner:
                 end = pos + FRAME_OVERHEAD + plen
                 if end > size or not frame_crc_ok(buf, i, plen):
                     break
+                self._follow(buf, i, ftype, sid, plen)
                 yield FrameRef(pos, ftype, flags, sid, plen)
                 pos = end
             self.pos = pos
@@ -293,6 +367,7 @@ class FrameScanner:
                     yield Skip(pos, size, TRUNCATED)
                 return
             if left >= FILE_HEADER_SIZE and is_file_header(buf, i):
+                self._segment = False  # another file begins: its segments start with its own SYNC
                 major = int.from_bytes(buf[i + 8 : i + 10], "little")
                 if major != VERSION_MAJOR:  # another format generation: nothing after it is ours to read
                     if self.strict:
@@ -305,11 +380,25 @@ class FrameScanner:
             if not final and left < FILE_HEADER_SIZE and _may_be_header(buf, i):
                 return  # perhaps an embedded file header: decided with 16 bytes
             if end <= size:
-                self._damaged(pos, CRC_MISMATCH)
+                # a length held to max_payload, as the fed scanner holds it, so both read alike
+                self._damaged(pos, CRC_MISMATCH, own=end if plen <= self.max_payload else None)
             elif final or plen > self.max_payload:
                 self._damaged(pos, LENGTH_PAST_END)
             else:
                 return  # the rest of the frame is still to come
+
+    def _follow(self, buf, i, ftype, sid, plen):
+        """Track the open segment and its bindings from a CRC-valid frame
+        (the reader's own rules, SPEC §3.2, §4.4, §6.8)."""
+        if ftype == FrameType.SYNC:
+            p = i + FRAME_HEADER_SIZE
+            self._segment = plen >= SYNC_PAYLOAD_MIN and buf[p : p + len(SYNC_PATTERN)] == SYNC_PATTERN
+            self._bound = set()
+        elif ftype == FrameType.SCHEMA:
+            if self._segment and sid:
+                self._bound.add(sid)
+        elif ftype == FrameType.END:
+            self._segment = False  # the writer session is over
 
     def _file_header(self, buf, size):
         """SPEC §2.4 on the first bytes (whole, or all there will be)."""
@@ -331,36 +420,138 @@ class FrameScanner:
             self._damaged(0, BAD_HEADER, after=-1)  # a SYNC at offset 0 is a resync point here
 
     # ------------------------------------------------------------ damage
-    def _damaged(self, start, cause, after=None):
-        """Damage begins at `start`: skip it from the next resync point on."""
+    def _damaged(self, start, cause, own=None, after=None):
+        """Damage begins at `start`; `own`: where the damaged frame's own
+        length ends; `after`: a SYNC that starts after it may be resumed at
+        (default: the damage)."""
         self._damage = (start, cause)
-        # a SYNC frame starting after `after` (default: the damage) has its pattern 8 bytes in
+        self._own = own
+        self._from = start + 1
+        self._spent = 0
         self._search = (start if after is None else after) + FRAME_HEADER_SIZE + 1
+        if own is not None:
+            self._phase = _OWN
+        else:
+            self._phase = _SEARCH if self._segment else _NEXT_SYNC
 
     def _resync(self, buf, base, final):
-        """The resync rule (SPEC §10.3), in this one place: reading resumes
-        at the first CRC-valid, well-formed SYNC frame after the damage."""
+        """The resync rule (SPEC §10.3, GAPS G17), in this one place. Inside a
+        segment: resume at the damaged frame's own end when a trusted frame
+        starts there, else at the earliest trusted frame or SYNC after the
+        damage; a CRC-valid SCHEMA or file header on the way (at the own end:
+        a SCHEMA there) means a lost SYNC, so resume at the next SYNC. With no
+        segment open only a SYNC is trusted."""
         start, cause = self._damage
-        q, self._search = _next_sync(buf, base, self._search, final)
-        if q is not None:
+        while True:
+            if self._phase == _OWN:
+                kind = self._candidate(buf, base, self._own, final, search=False)
+                if kind is WAIT:
+                    return
+                if kind is None:
+                    self._phase = _SEARCH if self._segment else _NEXT_SYNC
+                    continue
+                at = self._own
+            elif self._phase == _SEARCH:
+                found = self._search_frames(buf, base, final)
+                if found is WAIT:
+                    return
+                if found is None:
+                    break
+                at, kind = found
+            else:
+                at, self._search = _next_sync(buf, base, self._search, final)
+                if at is None:
+                    if final:
+                        break
+                    return
+                kind = SYNC
+            if kind is HEADER and bytes(buf[at - base + 8 : at - base + 10]) != VERSION_MAJOR.to_bytes(2, "little"):
+                kind = None  # another format generation: read from there as the walk reads one
+            elif kind in (EVIDENCE, HEADER):
+                self._phase, self._search = _NEXT_SYNC, at + FRAME_HEADER_SIZE
+                continue
             self._damage = None
-            self.pos = q
-            if q > start:
-                yield self._skip(start, q, cause)
-            yield Resync(q)
-        elif final:  # no SYNC follows: the damage runs to the end of the input
-            size = base + len(buf)
-            self._damage = None
-            self.pos = size
-            cause = TRUNCATED if cause == LENGTH_PAST_END else cause
-            self._truncate(start, size, cause)
-            if size > start:
-                yield Skip(start, size, cause)
+            self.pos = at
+            keeps = kind is FRAME
+            self._segment &= keeps
+            if at > start:
+                yield self._skip(start, at, cause, keeps)
+            if kind is not None:
+                yield Resync(at, sync=not keeps)
+            return
+        # nothing to resume at: the damage runs to the end of the input
+        size = base + len(buf)
+        self._damage = None
+        self._segment = False
+        self.pos = size
+        cause = TRUNCATED if cause == LENGTH_PAST_END else cause
+        self._truncate(start, size, cause)
+        if size > start:
+            yield Skip(start, size, cause)
 
-    def _skip(self, start, end, cause):
+    def _candidate(self, buf, base, p, final, search):
+        """What starts at absolute offset `p`: FRAME (trusted, SPEC §10.3),
+        SYNC, EVIDENCE (a CRC-valid SCHEMA), HEADER (a CRC-valid file header;
+        `search` only), WAIT or None. At the own end (`search` false) a SCHEMA
+        counts only when trusted (its stream_id bound)."""
+        size = base + len(buf)
+        i = p - base
+        if size - p < FRAME_HEADER_SIZE:
+            return None if final else WAIT
+        if search and buf[i] == MAGIC[0]:
+            if size - p < FILE_HEADER_SIZE:
+                if not final and _may_be_header(buf, i):
+                    return WAIT
+            elif is_file_header(buf, i):
+                return HEADER
+        plen, ftype, _flags, sid = FRAME_HEADER.unpack_from(buf, i)
+        if ftype == FrameType.SYNC:
+            kind = SYNC if SYNC_PAYLOAD_MIN <= plen <= SYNC_PAYLOAD_MAX else None
+        elif not self._segment:
+            kind = None
+        elif ftype == FrameType.SCHEMA:
+            kind = EVIDENCE if search or sid in self._bound else None
+        elif ftype in _FILE_SCOPE or (ftype == FrameType.META and not sid):
+            kind = FRAME
+        else:
+            kind = FRAME if ftype in _BOUND_SCOPE and sid in self._bound else None
+        if kind is None or plen > self.max_payload:
+            return None
+        if search:
+            if self._spent + plen > SEARCH_CRC_BASE + SEARCH_CRC_PER_BYTE * (p - self._damage[0]):
+                return None  # over the search's CRC budget
+        if p + FRAME_OVERHEAD + plen > size:
+            return None if final else WAIT
+        if kind is SYNC and buf[i + FRAME_HEADER_SIZE : i + FRAME_HEADER_SIZE + len(SYNC_PATTERN)] != SYNC_PATTERN:
+            return None
+        if search:
+            self._spent += plen
+        return kind if frame_crc_ok(buf, i, plen) else None
+
+    def _search_frames(self, buf, base, final):
+        """The earliest candidate from `_from` on: (offset, kind), WAIT, or
+        None (`final`, and there is none)."""
+        size = base + len(buf)
+        window = _WINDOW_MIN
+        while True:
+            lo = self._from
+            hi = min(lo + window, size - FRAME_HEADER_SIZE + 1)  # offsets whose whole header is here
+            if hi <= lo:
+                return None if final else WAIT
+            i, j = lo - base, hi - base
+            heads = _header_candidates(buf, i, j, size - base, self.max_payload, final)
+            for c in sorted(set(heads).union(_magic_candidates(buf, i, j))):
+                kind = self._candidate(buf, base, base + c, final, search=True)
+                if kind is not None:
+                    self._from = base + c
+                    return WAIT if kind is WAIT else (base + c, kind)
+            self._from = hi
+            window = min(window * 4, _WINDOW_MAX)
+
+    def _skip(self, start, end, cause, keeps_segment=False):
         if self.strict and cause not in (TRUNCATED, BAD_HEADER):
             raise CorruptFrameError(f"{cause} at offset {start}")
-        return Skip(start, end, cause)
+        return Skip(start, end, cause, keeps_segment)
 
     def _truncate(self, start, size, cause):
         if self.strict and cause not in (TRUNCATED, BAD_HEADER):
