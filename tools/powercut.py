@@ -4,8 +4,9 @@ The simulated logger (boards/sim/main.py on MicroPython in Node.js) replays
 a real CAN trace on the trace's own clock and writes through a JS sink that
 writes a host file (cut into random 1..16-byte writes at 333 kB/s, so a
 kill can land inside any frame) and fsyncs it on flush(); after each fsync it logs the
-durable byte count. Each trial SIGKILLs the Node process at a random moment
-and checks, with the host reader:
+durable byte count. Each trial SIGKILLs the Node process once its file holds
+a random number of bytes (so every cut lands inside the recording, however
+loaded the machine) and checks, with the host reader:
 
 1. the file is a byte prefix of an uninterrupted run's file (append-only,
    nothing rewritten, no garbage; the run is deterministic);
@@ -29,6 +30,7 @@ import concurrent.futures as cf
 import json
 import pathlib
 import random
+import select
 import signal
 import subprocess
 import sys
@@ -146,20 +148,25 @@ def ref_uuid(ref, fr):
 
 
 def trial(ref, i, seed):
-    """One power cut: start the board, kill it at a random moment, check."""
+    """One power cut: start the board, kill it once the card holds a random
+    number of bytes (the board's progress, not the clock, picks the moment:
+    a loaded machine moves every cut later in time, none of them out of the
+    recording), check."""
     rnd = random.Random(seed)
     out = ref.dir / f"cut{i}.logb"
     durable_log = ref.dir / f"cut{i}.durable"
+    cut_at = rnd.randrange(len(ref.bytes))
     cmd, env = ref.command(out, durable_log, seed=seed)
     p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
-        line = p.stdout.readline()  # READY: the writer is recording
+        line = _line_within(p, START_S)
         if "READY" not in line:
-            p.kill()
-            raise AssertionError(f"board did not start: {line!r}")
-        time.sleep(rnd.uniform(0, ref.seconds * 0.9))
+            raise AssertionError(f"board did not start within {START_S} s: {line!r}")
+        _grown_to(out, cut_at, p, RECORD_S)
         p.send_signal(signal.SIGKILL)
     finally:
+        if p.poll() is None:
+            p.kill()
         p.wait(timeout=60)
         p.stdout.close()
     cut = out.read_bytes()
@@ -167,10 +174,31 @@ def trial(ref, i, seed):
     durable = int(lines[-2]) if len(lines) >= 2 and lines[-2] else 0
     killed = p.returncode == -signal.SIGKILL
     result = check(ref, cut, durable)
-    result.update(trial=i, killed=killed)
+    result.update(trial=i, killed=killed, cut_at=cut_at)
     out.unlink()
     durable_log.unlink()
     return result
+
+
+START_S = 120  # Node + MicroPython start-up, generous for a loaded 2-core machine
+RECORD_S = 300  # the recording itself (about a second on an idle machine)
+
+
+def _line_within(p, seconds):
+    """The board's first stdout line, or AssertionError after `seconds`."""
+    ready, _, _ = select.select([p.stdout], [], [], seconds)
+    if not ready:
+        raise AssertionError(f"the board printed nothing within {seconds} s")
+    return p.stdout.readline()
+
+
+def _grown_to(path, size, p, seconds):
+    """Wait until `path` holds `size` bytes or the board has exited; AssertionError after `seconds`."""
+    end = time.monotonic() + seconds
+    while p.poll() is None and (not path.exists() or path.stat().st_size < size):
+        if time.monotonic() > end:
+            raise AssertionError(f"{path} did not reach {size} bytes within {seconds} s")
+        time.sleep(0.001)  # a stat per millisecond: the card writes ~333 bytes in that time
 
 
 def run_trials(ref, trials, jobs=2, seed=0):

@@ -29,7 +29,9 @@ def test_power_cuts(durability, tmp_path, monkeypatch):
     results = powercut.run_trials(ref, TRIALS[durability], jobs=2, seed=seed)
     assert len(results) == TRIALS[durability]
     killed = [r for r in results if r["killed"]]
-    assert len(killed) >= TRIALS[durability] // 2  # most cuts land while it records
+    # each cut waits for a byte count short of the whole file: only a kill that takes longer to land
+    # than the board's last bytes take to write can miss the recording
+    assert len(killed) >= TRIALS[durability] * 8 // 10, results
     if durability == "frame":
         # every frame is flushed before the next is written: past the second DATA frame,
         # the first one at least was declared durable
@@ -37,4 +39,7 @@ def test_power_cuts(durability, tmp_path, monkeypatch):
         assert all(r["durable"] >= data_ends[0] for r in killed if r["size"] > data_ends[1])
         assert any(r["truncated"] for r in results) or TRIALS[durability] < 50
     if durability == "close":
-        assert all(r["durable"] == 0 for r in killed)
+        # nothing is durable before close, everything after it (a kill can land between the close's
+        # fsync and the board's exit: that cut is whole)
+        assert all(r["durable"] in (0, len(ref.bytes)) for r in results), results
+        assert all(r["durable"] == 0 for r in killed if r["size"] < len(ref.bytes)), results
