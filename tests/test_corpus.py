@@ -32,13 +32,7 @@ NAMES = sorted(p.name[: -len(".expect.json")] for p in CORPUS.glob("*.expect.jso
 
 # (aspect, fixture) -> a known disagreement between the reader and SPEC.md; empty
 # while the reader conforms (a strict xfail turns a fix into a failure to remove it).
-# G17: the scanner resumes inside the segment, but reader.py still closes the
-# segment on every skipped range (it must count Report.segment_breaks instead).
-READER_CLOSES_ON_EVERY_SKIP = "reader.py drops the segment's bindings on every Skip, not on Report.segment_breaks"
-XFAIL = {(aspect, name): READER_CLOSES_ON_EVERY_SKIP for aspect in ("info", "dump") for name in (
-    "crc_mismatch_resync", "length_past_end", "g17_before_end_trusted", "g17_bound_trusted",
-    "g17_header_in_payload_not_evidence", "g17_inner_frame_not_read", "g17_inner_frame_read",
-    "g17_schema_in_payload_not_evidence", "g17_unbound_not_trusted")}
+XFAIL = {}
 
 
 def _params(aspect):

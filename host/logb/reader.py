@@ -310,11 +310,12 @@ class LogbFile(SourceReader):
         self.strict = strict
         start = check_header(self.buf, self.report, recover)
         if start is not None:
-            damage = len(self.report.skipped)
+            breaks = self.report.segment_breaks
             with memoryview(self.buf) as view:  # payloads are parsed in place, not copied out
                 for fr in iter_frames(self.buf, self.report, start, strict):
-                    if len(self.report.skipped) != damage:  # damage closes the open segment
-                        damage = len(self.report.skipped)
+                    # damage the scanner resumed past inside the segment keeps it (SPEC §10.3, G17)
+                    if self.report.segment_breaks != breaks:
+                        breaks = self.report.segment_breaks
                         self._close_segment()
                     self._frame(fr, view)
                     if progress is not None:

@@ -53,8 +53,9 @@ class LiveDecoder:
                     self._frame(events, ev)
             elif type(ev) is Skip:
                 events.append(("damage", ev.start, ev.cause))
-                self.in_segment = False  # damage closes the segment (SPEC §10.1)
-                self.bindings = {}
+                if not ev.keeps_segment:  # damage resumed past in place keeps it (SPEC §10.3)
+                    self.in_segment = False
+                    self.bindings = {}
         return events
 
     def _frame(self, events, fr):
