@@ -60,7 +60,7 @@ def test_pull_all_while_recording_then_again_then_delete(tmp_path, cable):
     out = tmp_path / "copies"
     d = rig.cpython_device(cable.device, dev, record=rig.LANCER, name="rec-0003.logb", speed=12, limit=40000)
     try:
-        assert rig.wait_until(lambda: (dev / "rec-0003.logb").stat().st_size > 20000)
+        assert rig.wait_until(lambda: (dev / "rec-0003.logb").stat().st_size > 20000), "nothing recorded"
         rc, res = pull("--port", cable.host, "--all", out)
         assert rc == 0 and set(res) == {"rec-0001.logb", "rec-0002.logb", "rec-0003.logb"}
         for n in ("rec-0001.logb", "rec-0002.logb"):
@@ -103,7 +103,8 @@ def test_a_killed_pull_resumes(tmp_path):
             p = subprocess.Popen([sys.executable, "-m", "logb.cli.main", "pull", "--port", cable.host, "--all",
                                   str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             state = out / ".big.logb.part.json"
-            assert rig.wait_until(lambda: state.exists() and json.loads(state.read_text())["verified"] > 100_000, 20)
+            assert rig.wait_until(lambda: state.exists() and json.loads(state.read_text())["verified"] > 100_000), \
+                "the pull verified nothing"
             p.send_signal(signal.SIGKILL)
             p.wait(10)
             assert not (out / "big.logb").exists() and (out / ".big.logb.part").exists()
@@ -154,7 +155,7 @@ def test_micropython_board_records_while_serving_a_pull(tmp_path, cable):
     d = rig.micropython_device(cable.device, sd / "rec.logb", speed=3, limit=30000, deadline=150)
     out = tmp_path / "copies"
     try:
-        assert rig.wait_until(lambda: (sd / "rec.logb").stat().st_size > 100_000, 30)
+        assert rig.wait_until(lambda: (sd / "rec.logb").stat().st_size > 100_000), "the board recorded nothing"
         rc, res = pull("--port", cable.host, "--all", out)
         assert rc == 0 and res["rec.logb"]["status"] == "pulled"
         first = (out / "rec.logb").read_bytes()

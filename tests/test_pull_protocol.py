@@ -9,7 +9,6 @@ import pathlib
 import random
 import struct
 import sys
-import time
 
 import pytest
 
@@ -129,6 +128,20 @@ def connect(d, chunk=1024, room=1 << 30, recorder=None, **kw):
     return host, dev, port, storage
 
 
+@pytest.fixture
+def clock(monkeypatch):
+    """The device's microsecond ticks, moved only by the test: its timeouts
+    (a stale partial request, idle_s, tick_ms) neither need a sleep nor fire
+    because the machine was slow. Returns advance(seconds)."""
+    now = [1 << 29]
+    monkeypatch.setattr(link, "ticks_us", lambda: now[0])
+
+    def advance(seconds):
+        now[0] = (now[0] + int(seconds * 1e6)) & ((1 << 30) - 1)
+
+    return advance
+
+
 def enter(host):
     host.port.inbox += b"console text " + P.ESCAPE
     got = host.messages(until=lambda ms: any(m.type == P.R_HELLO for m in ms))
@@ -232,16 +245,18 @@ def test_requests_split_damaged_or_among_noise(files):
     assert err_code(got[0]) == P.E_CRC
 
 
-def test_a_lost_byte_in_a_request_is_given_up_after_a_second(files):
+def test_a_lost_byte_in_a_request_is_given_up_after_a_second(files, clock):
     host, dev, port, _ = connect(files)
     enter(host)
     msg = P.encode(P.T_STAT, 12, P.pack_str("a.logb"))
     port.inbox += msg[:-1]  # the last byte never comes: the device waits for it
     assert host.messages(polls=20) == []
-    time.sleep(1.1)
+    clock(1.1)
+    assert host.messages(polls=50) == []  # given up quietly ...
     port.inbox += P.encode(P.T_STAT, 13, P.pack_str("a.logb"))
     got = host.messages(polls=200, until=lambda ms: any(m.tag == 13 for m in ms))
-    assert [m.tag for m in got if m.type == P.R_STAT] == [13]
+    # ... so the next request is answered alone (kept, the partial one would swallow its first byte: an ERR)
+    assert [(m.type, m.tag) for m in got] == [(P.R_STAT, 13)]
 
 
 def test_delete_only_with_the_files_size_and_crc(files):
@@ -257,7 +272,7 @@ def test_delete_only_with_the_files_size_and_crc(files):
     assert not (files / "a.logb").exists()
 
 
-def test_cancel_queue_bye_and_idle(files):
+def test_cancel_queue_bye_and_idle(files, clock):
     host, dev, port, _ = connect(files, chunk=512, idle_s=0.3)
     enter(host)
     tag = host.send(P.T_READ, struct.pack("<QQ", 0, 10000) + P.pack_str("a.logb"))
@@ -275,14 +290,17 @@ def test_cancel_queue_bye_and_idle(files):
     host.send(P.T_STAT, P.pack_str("a.logb"))
     assert host.messages(polls=20) == []  # console again: requests are ignored
     enter(host)
-    time.sleep(0.4)
+    clock(0.2)
+    host.messages(polls=5)
+    assert dev.active
+    clock(0.2)
     host.messages(polls=5)
     assert not dev.active  # no request for idle_s: the port is given back
     tag = host.send(P.T_PING)
     assert host.messages(polls=20) == []
 
 
-def test_tail_follows_the_recorder_up_to_its_flushes(files):
+def test_tail_follows_the_recorder_up_to_its_flushes(files, clock):
     sink = open(files / "rec.logb", "wb")
     rec = link.Recorder(sink, "rec.logb")
     host, dev, port, _ = connect(files, chunk=512, recorder=rec, tick_ms=1)
@@ -297,10 +315,9 @@ def test_tail_follows_the_recorder_up_to_its_flushes(files):
     got = host.messages(polls=50)
     assert b"".join(m.payload for m in got if m.type == P.R_DATA) == b"A" * 1000
     rec.flush()
-    time.sleep(0.01)
     got = host.messages(polls=50)
     assert b"".join(m.payload for m in got if m.type == P.R_DATA) == b"B" * 50
-    time.sleep(0.01)
+    clock(0.01)
     tick = [m for m in host.messages(polls=20) if m.type == P.R_TICK]
     assert tick and struct.unpack_from("<QB", tick[0].payload) == (1050, 1)  # idle: the readable size
     host.one(P.T_CANCEL, b"", P.R_OK)  # a TAIL holds the link until CANCEL (requests wait behind it)

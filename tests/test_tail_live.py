@@ -1,8 +1,11 @@
 """`logb tail` over a pseudo-terminal cable while the logger records: records
 decoded as their frames arrive, and through a reboot of the logger (a new
 writer session, shown as one) — under CPython and on the simulated board
-(MicroPython in Node.js) with a DBC."""
+(MicroPython in Node.js) with a DBC; and what it shows of frames shorter than
+their message."""
 
+import dataclasses
+import io
 import json
 import pathlib
 import signal
@@ -13,6 +16,9 @@ import threading
 import pytest
 
 import logb
+from logb.can.dbc import compile_dbc
+from logb.can.record import CanRecorder
+from logb.cli.tail import Printer
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent / "serial"))
 import rig  # noqa: E402
@@ -24,11 +30,6 @@ def tail(port, *args, duration):
     return subprocess.Popen([sys.executable, "-m", "logb.cli.main", "tail", "--json", "--port", str(port),
                              "--duration", str(duration), *map(str, args)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def finish(p, timeout=60):
-    out, err = p.communicate(timeout=timeout)
-    return p.returncode, [json.loads(x) for x in out.splitlines()], err
 
 
 class Watch:
@@ -69,8 +70,10 @@ def test_tail_shows_the_frames_the_logger_records(tmp_path):
     with rig.Cable(tmp_path) as cable:
         d = rig.cpython_device(cable.device, dev, record=rig.LANCER, name="rec-0001.logb", speed=12, limit=40000)
         try:
-            assert rig.wait_until(lambda: (dev / "rec-0001.logb").stat().st_size > 30000)
-            rc, lines, err = finish(tail(cable.host, duration=2.5))
+            assert rig.wait_until(lambda: (dev / "rec-0001.logb").stat().st_size > 30000), "nothing recorded"
+            w = Watch(tail(cable.host, duration=120))
+            assert w.wait(lambda ls: records_shown(ls) > 100), "tail showed no more than 100 records"
+            rc, lines, err = w.stop()
             d.wait_for("RECORDED", 60)
         finally:
             d.kill()
@@ -94,13 +97,15 @@ def tail_through_reboot(cable, boot, recorded, tail_args, enough):
     enough(lines after the second session) holds: (exit status, lines, stderr)."""
     devices = [boot(0)]
     try:
-        assert rig.wait_until(recorded, 30)
-        w = Watch(tail(cable.host, *tail_args, duration=120))
+        assert rig.wait_until(recorded), "the logger recorded nothing"
+        w = Watch(tail(cable.host, *tail_args, duration=300))
         assert w.wait(lambda ls: records_shown(ls) >= 20), "tail showed no records before the reboot"
         devices[0].kill()  # power cut: the logger reboots, a new writer session
         devices.append(boot(1))
-        w.wait(lambda ls: enough(after_second_session(ls)), 90)
-        return w.stop()
+        shown = w.wait(lambda ls: enough(after_second_session(ls)), 90)
+        rc, lines, err = w.stop()
+        assert shown, f"tail did not show enough of the second session: {lines[-5:]}\n{err}"
+        return rc, lines, err
     finally:
         for d in devices:
             d.kill()
@@ -149,3 +154,54 @@ def test_tail_with_a_dbc_through_a_board_reboot(tmp_path):
     speeds = [x["signals"]["VEHICLE_SPEED"] for x in signals if x["stream"] == "NEW_MSG_11C"]
     assert speeds and all(0 <= v < 1 for v in speeds)
     assert any("id" in x and "signals" not in x for x in lines)  # frames no message matches: raw
+
+
+TAIL_DBC = '''VERSION ""
+
+NS_ :
+
+BS_:
+
+BU_: ECU
+
+BO_ 256 Engine: 8 ECU
+ SG_ Speed : 7|16@0+ (0.25,0) [0|16383.75] "rpm" ECU
+ SG_ Gear : 24|4@1+ (1,0) [0|15] "" ECU
+
+VAL_ 256 Gear 0 "P" 1 "R" 2 "N" 3 "D" ;
+'''
+
+
+def test_tail_leaves_out_what_a_short_frame_lacked(tmp_path):
+    """Missing is missing (docs/SPEC.md §13.2), live too: a signal past a short frame's
+    data is left out of the text line and null in --json, from a per-message stream (its
+    `missing` field), from raw frames decoded with --dbc (their DLC), and a per-message
+    schema from before `missing` holds whole messages."""
+    compiled = compile_dbc(TAIL_DBC)
+    path = tmp_path / "short.logb"
+    with logb.Writer(str(path)) as w:
+        with CanRecorder(w, compiled) as rec:
+            rec.add([1000, 2000], [0x100, 0x100], None, [2, 8], [b"\x12\x34", b"\x12\x34\x00\x03\0\0\0\0"])
+    f = logb.LogbFile(str(path))
+
+    def shown(stream, as_json, compiled=None, drop_missing=False):
+        out = io.StringIO()
+        printer = Printer(out, compiled, as_json=as_json)
+        s = f.stream(stream)
+        for _, batch in s.batches():
+            schema = s.schema
+            if drop_missing:  # as written before the field existed
+                schema = dataclasses.replace(schema, fields=tuple(x for x in schema.fields if x.name != "missing"))
+                del batch.raw["missing"]
+            printer.records_of(schema, batch)
+        return [json.loads(x) if as_json else x for x in out.getvalue().splitlines()]
+
+    for stream, dbc in (("Engine", None), ("can0", compiled)):
+        short, whole = shown(stream, True, dbc)
+        assert short["signals"] == {"Speed": 0x1234 * 0.25, "Gear": None}
+        assert whole["signals"] == {"Speed": 0x1234 * 0.25, "Gear": "D"}
+        short, whole = shown(stream, False, dbc)
+        assert "Speed=1165 rpm" in short and "Gear" not in short
+        assert "Speed=1165 rpm" in whole and "Gear=D" in whole
+    short, whole = shown("Engine", True, drop_missing=True)
+    assert short["signals"] == {"Speed": 0x1234 * 0.25, "Gear": "P"}  # the zero padding, as recorded

@@ -14,9 +14,10 @@ to host, h2d: host to device):
     throttle to N bytes/s (d2h, from that point on).
 
 Run as a script it prints `READY <host link> <device tty>` and then one
-`FAULT ...` line per fault it applied; stdin takes commands: a JSON list of
-faults (positions relative to the bytes forwarded so far), `disconnect S`,
-`quit`. `Cable` (below) drives it from a test.
+`FAULT ...` line per fault it applied and `PLUGGED <tty>` each time the
+host's end comes back; stdin takes commands: a JSON list of faults
+(positions relative to the bytes forwarded so far), `disconnect S`, `plug`
+(end a disconnect now), `quit`. `Cable` (below) drives it from a test.
 """
 
 import json
@@ -24,6 +25,7 @@ import os
 import select
 import subprocess
 import sys
+import threading
 import time
 import tty
 
@@ -145,6 +147,8 @@ def forward(link, ready=sys.stdout, control=sys.stdin):
             cmd = line.strip()
             if cmd.startswith("disconnect"):
                 disconnect(float(cmd.split()[1]))
+            elif cmd == "plug":
+                down_until = 0.0
             elif cmd.startswith("["):
                 add(json.loads(cmd))
                 say("OK")
@@ -191,45 +195,73 @@ def forward(link, ready=sys.stdout, control=sys.stdin):
 
 class Cable:
     """The forwarder as a subprocess: `host` is the path pyserial opens,
-    `device` the tty the device end opens."""
+    `device` the tty the device end opens. `log` collects its FAULT and
+    PLUGGED lines as they come; every wait on it has a deadline."""
 
     def __init__(self, directory, faults=()):
         self.link = os.path.join(str(directory), "ttyLOGB0")
         self.proc = subprocess.Popen([sys.executable, __file__, self.link], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True)
-        line = self.proc.stdout.readline().split()
-        assert line and line[0] == "READY", line
-        self.host, self.device = line[1], line[2]
         self.log = []
+        self._acks = 0  # OK lines: faults taken
+        self._cv = threading.Condition()
+        ready = self._expect_line()
+        assert ready and ready[0] == "READY", ready
+        self.host, self.device = ready[1], ready[2]
+        self._t = threading.Thread(target=self._pump, daemon=True)
+        self._t.start()
         if faults:
             self.inject(faults)
+
+    def _expect_line(self, seconds=60):
+        ready, _, _ = select.select([self.proc.stdout], [], [], seconds)
+        assert ready, f"the cable printed nothing within {seconds} s"
+        return self.proc.stdout.readline().split()
+
+    def _pump(self):
+        for line in self.proc.stdout:
+            with self._cv:
+                if line.startswith("OK"):
+                    self._acks += 1
+                elif line.strip():
+                    self.log.append(line.strip())
+                self._cv.notify_all()
+
+    def _wait(self, done, what, seconds):
+        with self._cv:
+            if not self._cv.wait_for(lambda: done() or not self._t.is_alive(), seconds) or not done():
+                raise AssertionError(f"the cable did not {what} within {seconds} s: {self.log[-20:]}")
 
     def _cmd(self, text):
         self.proc.stdin.write(text + "\n")
         self.proc.stdin.flush()
 
-    def inject(self, faults):
-        """Faults at byte positions counted from now."""
+    def inject(self, faults, seconds=60):
+        """Faults at byte positions counted from now (returns once the forwarder has them)."""
+        with self._cv:
+            want = self._acks + 1
         self._cmd(json.dumps(list(faults)))
-        while True:
-            line = self.proc.stdout.readline()
-            if not line or line.startswith("OK"):
-                return
-            self.log.append(line.strip())
+        self._wait(lambda: self._acks >= want, "take the faults", seconds)
 
     def disconnect(self, seconds):
         self._cmd(f"disconnect {seconds}")
+
+    def plug(self, seconds=60):
+        """End a disconnect now; returns once the host's end is back."""
+        with self._cv:
+            seen = sum(x.startswith("PLUGGED") for x in self.log)
+        self._cmd("plug")
+        self._wait(lambda: sum(x.startswith("PLUGGED") for x in self.log) > seen, "plug back in", seconds)
 
     def close(self):
         if self.proc.poll() is None:
             try:
                 self._cmd("quit")
-                self.proc.wait(5)
+                self.proc.wait(30)
             except (OSError, subprocess.TimeoutExpired):
                 self.proc.kill()
                 self.proc.wait()
-        out = self.proc.stdout.read() if self.proc.stdout else ""
-        self.log += [x for x in out.splitlines() if x]
+        self._t.join(30)
         return self.log
 
     def __enter__(self):

@@ -76,7 +76,7 @@ def cpython_device(tty, directory, record=None, name="rec-0001.logb", speed=1.0,
     if config:
         cmd += ["--config", str(config)]
     d = Device(cmd, deadline=deadline)
-    d.wait_for("READY", 30)
+    d.wait_for("READY", 60)
     return d
 
 
@@ -92,7 +92,7 @@ def micropython_device(tty, sd, trace=DURANGO, dbc=GIORGIO, speed=0.0, limit=0, 
                            settings=dict({"flush_ms": 200}, **(settings or {})))
     env["LOGB_MICROPYTHON_MJS"] = str(fwtools.micropython_mjs())
     d = Device(cmd, env=env, deadline=deadline)
-    d.wait_for("READY", 60)
+    d.wait_for("READY", 120)  # Node + MicroPython start-up on a loaded machine
     return d
 
 
@@ -103,7 +103,9 @@ def logb(*args, timeout=120):
     return r.returncode, r.stdout, r.stderr
 
 
-def wait_until(cond, timeout=30, step=0.05):
+def wait_until(cond, timeout=60, step=0.05):
+    """True once cond() holds, False after `timeout` seconds (generous: a
+    failing wait is a test failure, never a hang; a passing one returns at once)."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         if cond():
