@@ -7,7 +7,7 @@ import numpy as np
 from . import _backend, codecs, fields
 from ._kernels import TAIL_LEFTOVER, TAIL_PAST_END, TAIL_PREFIX
 from .errors import InvalidDataError
-from .tables import AxisMode, DataType, Filter
+from .tables import AxisMode, Codec, DataType, Filter
 
 I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
 
@@ -148,3 +148,18 @@ def frame_axis_span(schema, header):
     base = header.axis_base(schema.is_time)
     last = base + (n - 1) * schema.axis_step
     return (min(base, last), max(base, last))
+
+
+def header_problem(schema, header, payload_len):
+    """Why a DATA frame must be rejected that its 28-byte header already shows (SPEC §8.3 steps 3–4), or None."""
+    if header.codec not in Codec._value2member_map_:
+        return f"unknown codec {header.codec}"
+    if header.filter not in Filter._value2member_map_:
+        return f"unknown filter {header.filter}"
+    n, size = header.record_count, schema.record_size
+    minimum = n * size + 4 * n * len(schema.variable_fields)
+    if header.raw_size < minimum or (not schema.variable_fields and header.raw_size != minimum):
+        return f"raw_size {header.raw_size} does not fit {n} records of {size} bytes"
+    if header.codec == Codec.none and header.raw_size != payload_len - 28:
+        return f"raw_size {header.raw_size} but {payload_len - 28} bytes stored"
+    return None

@@ -12,8 +12,6 @@ from . import _backend
 from .errors import InvalidDataError, UnsupportedCodecError, UnsupportedFilterError
 from .tables import Codec, Filter
 
-_CHUNK = 1 << 20
-
 # An LZ4 block cannot expand by more than 255x plus a small constant; a
 # raw_size beyond that is a lie that would make lz4.block allocate it.
 _LZ4_MAX_RATIO = 256
@@ -97,27 +95,67 @@ def _zstd_decompressor():
     return d
 
 
-def _zstd_decode(stored, raw_size):
+_ZSTD_MAGIC = 0xFD2FB528
+_ZSTD_BLOCK_MAX = 1 << 17
+
+
+def _zstd_frame_bound(stored):
+    """(compressed size, most bytes it can decode to, stated content size or
+    None) of the one zstd frame
+    that `stored` must be (RFC 8878 §3.1.1), from its header and block headers
+    alone: a raw or RLE block states its size, a compressed one decodes to at
+    most Block_Maximum_Size. Nothing is decompressed."""
     zstandard = _zstd()
-    d = _zstd_decompressor().decompressobj()
-    parts, total = [], 0
+    mv = memoryview(stored)
+    if len(mv) < 4 or int.from_bytes(mv[:4], "little") != _ZSTD_MAGIC:
+        raise InvalidDataError("zstd: not a zstd frame (a skippable frame counts as trailing bytes)")
     try:
-        # Feed in slices so a small hostile frame cannot make one huge output.
-        for pos in range(0, max(len(stored), 1), _CHUNK):
-            piece = d.decompress(stored[pos : pos + _CHUNK])
-            total += len(piece)
-            if total > raw_size:
-                raise InvalidDataError(f"zstd stream decodes past raw_size {raw_size}")
-            parts.append(piece)
-            if d.eof:
-                if pos + _CHUNK < len(stored) or d.unused_data:
-                    raise InvalidDataError("bytes after the end of the zstd frame")
-                break
+        pos = zstandard.frame_header_size(mv)
+        params = zstandard.get_frame_parameters(mv)
     except zstandard.ZstdError as exc:
         raise InvalidDataError(f"zstd: {exc}") from None
-    if not d.eof:
+    if params.dict_id:
+        raise InvalidDataError("zstd frame needs a dictionary")
+    block_max = min(params.window_size or _ZSTD_BLOCK_MAX, _ZSTD_BLOCK_MAX)
+    bound, last = 0, False
+    while not last:
+        if pos + 3 > len(mv):
+            raise InvalidDataError("zstd frame is incomplete")
+        head = int.from_bytes(mv[pos : pos + 3], "little")
+        last, kind, size = head & 1, (head >> 1) & 3, head >> 3
+        pos += 3
+        if kind == 0:  # raw
+            pos, bound = pos + size, bound + size
+        elif kind == 1:  # RLE: one byte, repeated
+            pos, bound = pos + 1, bound + size
+        elif kind == 2:
+            pos, bound = pos + size, bound + block_max
+        else:
+            raise InvalidDataError("zstd: reserved block type")
+    if params.has_checksum:
+        pos += 4
+    if pos > len(mv):
         raise InvalidDataError("zstd frame is incomplete")
-    return b"".join(parts)
+    if pos < len(mv):
+        raise InvalidDataError("bytes after the end of the zstd frame")
+    content = None if params.content_size == zstandard.CONTENTSIZE_UNKNOWN else params.content_size
+    return pos, bound, content
+
+
+def _zstd_decode(stored, raw_size):
+    # What the frame can decode to is known before decompressing, and the
+    # output buffer is exactly raw_size: a bomb costs nothing past raw_size.
+    _size, bound, content = _zstd_frame_bound(stored)
+    if content is not None and content != raw_size:
+        raise InvalidDataError(f"zstd frame holds {content} bytes, raw_size says {raw_size}")
+    if bound < raw_size:
+        raise InvalidDataError(f"zstd frame decodes to at most {bound} bytes, raw_size says {raw_size}")
+    zstandard = _zstd()
+    try:
+        # max_output_size=0 would mean "unbounded": an empty region gets room for 1 byte (then rejected)
+        return _zstd_decompressor().decompress(stored, max_output_size=max(raw_size, 1))
+    except zstandard.ZstdError as exc:
+        raise InvalidDataError(f"zstd: {exc} (past raw_size {raw_size}, or damaged)") from None
 
 
 def _lz4_decode(stored, raw_size):

@@ -38,12 +38,49 @@ def physical(conversion, raw):
         out[hit] = texts[pos[hit]]
         return out
     if t == C.range_to_text:
-        out = np.full(len(x), conversion.default, object)
-        # Assign last entry first so the first matching entry wins.
-        for lo, hi, text in reversed(conversion.entries):
-            out[(lo <= x) & (x <= hi)] = text
-        return out
+        return _range_to_text(conversion.entries, conversion.default, x)
     raise ValueError(f"unknown conversion type {t}")
+
+
+def _range_to_text(entries, default, x):
+    """`lo <= x <= hi`, the first matching entry in stored order, else the
+    default — in O((entries + records) log entries), not entries x records.
+
+    The entries' bounds cut the line into cells (each bound, and each open
+    gap between two bounds), and every x falls in exactly one. Entries are
+    laid over the cells in stored order, each taking only the cells no earlier
+    entry took (a union-find skips the taken ones), so each cell is taken
+    once and holds the first entry that covers it."""
+    spans = [(lo, hi, text) for lo, hi, text in entries if lo <= hi]  # NaN bounds and lo > hi match nothing
+    bounds = np.unique(np.array([b for lo, hi, _ in spans for b in (lo, hi)], np.float64))
+    # cell 2j+1 is bounds[j] itself, cell 2j the gap below it; 2*len(bounds) the gap above all
+    ncells = 2 * len(bounds) + 1
+    owner = np.full(ncells, -1, np.intp)
+    free = list(range(ncells + 1))  # free[c]: the first untaken cell at or after c
+
+    def first_free(c):
+        root = c
+        while free[root] != root:
+            root = free[root]
+        while free[c] != root:
+            free[c], c = root, free[c]
+        return root
+
+    for i, (lo, hi, _text) in enumerate(spans):
+        c = first_free(2 * int(np.searchsorted(bounds, lo)) + 1)
+        last = 2 * int(np.searchsorted(bounds, hi)) + 1
+        while c <= last:
+            owner[c] = i
+            free[c] = c + 1
+            c = first_free(c + 1)
+    texts = np.array([default] + [text for _, _, text in spans], object)
+    j = np.searchsorted(bounds, x)  # bounds[j-1] < x <= bounds[j]
+    on_bound = (j < len(bounds)) & (bounds[np.minimum(j, len(bounds) - 1)] == x) if len(bounds) else \
+        np.zeros(len(x), bool)
+    cell = 2 * j + on_bound
+    cell = np.where(np.isnan(x), -1, cell)  # NaN lies in no range
+    picked = np.where(cell >= 0, owner[np.maximum(cell, 0)], -1)
+    return texts[picked + 1]
 
 
 def _numeric(conversion, x):

@@ -90,9 +90,11 @@ def extract(records, field, out=None):
         return k.gather(records, off // 8, w // 8, _target(out, (n, w // 8), np.uint8))
     if dt == DataType.string:
         nb = w // 8
-        flat = k.gather(records, off // 8, nb).tobytes()
-        col = decode_strings(flat[i : i + nb] for i in range(0, n * nb, nb)) if nb else \
-            decode_strings(b"" for _ in range(n))
+        if nb:
+            flat = k.gather(records, off // 8, nb).tobytes()
+            col = decode_strings(flat[i : i + nb] for i in range(0, n * nb, nb))
+        else:  # a zero-width string is "" in every record: no work per record
+            col = np.full(n, "", object)
         if out is None:
             return col
         out[...] = col

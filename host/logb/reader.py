@@ -8,13 +8,14 @@ type is taken by its row of FRAME_RULES (one decode, one handler); segments
 and writer sessions are segments.py's, the INDEX and END checks seal.py's.
 """
 
+from bisect import bisect_left
 from dataclasses import dataclass
 
 import numpy as np
 
 from . import codecs, convert
 from . import fields as fieldsmod
-from .batch import decode_batch, frame_axis_span
+from .batch import decode_batch, frame_axis_span, header_problem
 from .errors import (
     InvalidSchemaError,
     LogbError,
@@ -23,21 +24,20 @@ from .errors import (
     UnsupportedCodecError,
     UnsupportedFilterError,
 )
+from .limits import Budget
 from .frames import Attach, DataHeader, End, Index, Meta, Run, Sync, pack_axis
 from .scan import Report, check_header, iter_frames
 from .schema import Schema, partial_identity
 from .seal import end_problems, index_problem
 from .segments import Segment, resolve_sessions
 from .source import SourceReader, open_source
-from .tables import FILE, FRAME_SCOPE, STREAM, AxisMode, Codec, DataType, Filter, FrameType
+from .tables import FILE, FRAME_SCOPE, STREAM, AxisMode, Codec, DataType, FrameType
 from .timebase import UNDATED, WallTime
 
 # Columns.decoded preallocates when the decoded columns would take at most
 # this many bytes, or this multiple of the file size (else frame by frame).
 _PREALLOC_MIN = 64 << 20
 _PREALLOC_RATIO = 64
-# Zero-byte records are free to store but not to decode (8 bytes of axis each).
-ZERO_SIZE_RECORD_LIMIT = 1 << 20
 
 @dataclass
 class FrameLoc:
@@ -47,6 +47,7 @@ class FrameLoc:
     payload_len: int
     header: DataHeader
     segment: int
+    dropped: bool = False  # rejected when decoded (Stream._drop)
 
     @property
     def stored_slice(self):
@@ -87,7 +88,8 @@ class Stream:
         self.name = name
         self.schema = None  # the canonical (first valid) schema
         self.schema_payload = None
-        self.frames = []
+        self._frames = []
+        self._dropped = 0  # frames marked dropped but still in _frames
         self.rejected = 0
         self.rejections = []
         self.meta = {}
@@ -95,6 +97,14 @@ class Stream:
 
     def __repr__(self):
         return f"<Stream {self.name!r} {self.uuid.hex()} {self.records} records>"
+
+    @property
+    def frames(self):
+        """The accepted DATA frames (FrameLoc), file order."""
+        if self._dropped:  # compacted once after any number of rejections, not once each
+            self._frames = [fl for fl in self._frames if not fl.dropped]
+            self._dropped = 0
+        return self._frames
 
     @property
     def records(self):
@@ -157,8 +167,9 @@ class Stream:
         return batch
 
     def _drop(self, fl, reason):
-        if fl in self.frames:
-            self.frames.remove(fl)
+        if not fl.dropped:
+            fl.dropped = True
+            self._dropped += 1
             self.reject(fl.offset, fl.header.record_count, reason)
 
     def columns(self, fields=None, window=None):
@@ -293,6 +304,7 @@ class LogbFile(SourceReader):
         self.source = open_source(src)
         self.buf = self.source.buf
         self.report = Report(size=len(self.buf))
+        self._budget = Budget(len(self.buf))
         self.segments = []
         self.sessions = []
         self.streams = {}
@@ -301,6 +313,7 @@ class LogbFile(SourceReader):
         self.ends = []  # (offset, End)
         self.unknown_frames = []  # (offset, type)
         self._bindings = {}
+        self._bound = {}
         self._cur = None
         self._end_since_segment = False
         self._data_offsets = {}  # offset -> (stream or None, DataHeader)
@@ -364,6 +377,7 @@ class LogbFile(SourceReader):
     def _close_segment(self):
         self._cur = None
         self._bindings = {}
+        self._bound = {}  # id(stream) -> the stream_id binding it in this segment
 
     def _frame(self, fr, view):
         """Dispatch one CRC-valid frame through FRAME_RULES: the scope checks,
@@ -403,7 +417,7 @@ class LogbFile(SourceReader):
                    f"{FrameType(fr.type).name} frame (reserved, undefined in v0.1) skipped")
 
     def _sync(self, fr, sync):
-        self._bindings = {}
+        self._bindings, self._bound = {}, {}
         self._cur = Segment(fr.offset, sync.segment_seq, sync.wall_time_ns, self._end_since_segment)
         self._end_since_segment = False
         self.segments.append(self._cur)
@@ -447,7 +461,7 @@ class LogbFile(SourceReader):
         stream = self._stream_for(uuid, name) if uuid is not None else None
         if schema is None:
             status, reason = "rejected", f"invalid schema: {error}"
-        elif any(b.stream is stream for b in self._bindings.values()):
+        elif id(stream) in self._bound:
             status, reason = "duplicate", "stream uuid already bound to another stream_id in this segment"
         elif stream.schema_payload is None:
             stream.schema, stream.schema_payload, stream.name = schema, payload, schema.name
@@ -466,6 +480,8 @@ class LogbFile(SourceReader):
             self._note(fr.offset, "duplicate-key", f"stream {name!r}: repeated SCHEMA meta key; the last wins")
         if status == "ok":
             stream.bound_segments.append(len(self.segments) - 1)
+        if stream is not None:
+            self._bound[id(stream)] = sid
         self._bindings[sid] = _Binding(stream, status, reason, payload)
 
     def _meta(self, fr, meta):
@@ -488,6 +504,9 @@ class LogbFile(SourceReader):
         if a.codec not in Codec._value2member_map_:
             problem = f"unknown codec {a.codec}; data unavailable"
             self._note(fr.offset, "unsupported-codec", f"attachment {a.name!r}: {problem}")
+        elif (beyond := self._budget.charge_attachment(a.raw_size)) is not None:
+            problem = f"{beyond}; data unavailable"
+            self._note(fr.offset, "reader-limit", f"attachment {a.name!r}: {problem}")
         else:
             try:
                 codecs.decompress(a.stored, a.codec, a.raw_size)
@@ -527,7 +546,7 @@ class LogbFile(SourceReader):
                 self._note(fr.offset, "rejected", f"DATA for stream_id {fr.stream_id}: {b.reason}")
             return
         stream = b.stream
-        reason = _precheck(stream.schema, header, fr.payload_len)
+        reason = header_problem(stream.schema, header, fr.payload_len) or self._budget.charge(stream.schema, header)
         if reason:
             if self.strict:
                 raise {"codec": UnsupportedCodecError, "filter": UnsupportedFilterError}.get(
@@ -552,12 +571,19 @@ class LogbFile(SourceReader):
             for problem in end_problems(off, end, sync_offsets, index_offsets):
                 self._note(off, "end", problem)
         self.index_valid = {}
+        data_offsets = list(self._data_offsets)  # file order
+        checked = set()  # sessions whose INDEX was checked: each DATA frame is compared once
         for off, idx, seg in self.indexes:
+            session = self.segments[seg].session if seg is not None else None
             if seg is None:
                 problem = "no segment precedes it"
+            elif session in checked:
+                problem = "a second INDEX in one writer session"
             else:
-                start = self.sessions[self.segments[seg].session].first_offset
-                in_session = {t: v for t, v in self._data_offsets.items() if start <= t < off}
+                checked.add(session)
+                start = self.sessions[session].first_offset
+                in_session = {t: self._data_offsets[t] for t in
+                              data_offsets[bisect_left(data_offsets, start):bisect_left(data_offsets, off)]}
                 problem, covered = index_problem(off, idx, start, self.streams, in_session)
                 self._index_axes.update(covered)
             self.index_valid[off] = problem is None
@@ -565,8 +591,9 @@ class LogbFile(SourceReader):
                 self._note(off, "corrupt-index", f"INDEX disagrees with the frames: {problem}; the frames stand")
 
     def _index_disagrees(self, data_offset):
-        for off, idx, _seg in self.indexes:
-            if self.index_valid.get(off):
+        self._index_axes = {}  # the index is discarded: nothing more to compare
+        for off, valid in self.index_valid.items():
+            if valid:
                 self.index_valid[off] = False
                 self._note(off, "corrupt-index",
                            f"INDEX first_axis disagrees with the DATA frame at {data_offset}; the frames stand")
@@ -597,23 +624,6 @@ FRAME_RULES = {
     FrameType.END: FrameRule(End.decode, LogbFile._end, in_segment=False),
     FrameType.SIGN: FrameRule(None, LogbFile._reserved, in_segment=False),
 }
-
-
-def _precheck(schema, header, payload_len):
-    """Reasons to reject a DATA frame that its 28-byte header already shows."""
-    if header.codec not in Codec._value2member_map_:
-        return f"unknown codec {header.codec}"
-    if header.filter not in Filter._value2member_map_:
-        return f"unknown filter {header.filter}"
-    n, size = header.record_count, schema.record_size
-    minimum = n * size + 4 * n * len(schema.variable_fields)
-    if header.raw_size < minimum or (not schema.variable_fields and header.raw_size != minimum):
-        return f"raw_size {header.raw_size} does not fit {n} records of {size} bytes"
-    if not size and not schema.variable_fields and n > ZERO_SIZE_RECORD_LIMIT:
-        return f"{n} zero-size records beyond the reader limit of {ZERO_SIZE_RECORD_LIMIT}"
-    if header.codec == Codec.none and header.raw_size != payload_len - 28:
-        return f"raw_size {header.raw_size} but {payload_len - 28} bytes stored"
-    return None
 
 
 def open(src, **kwargs):  # noqa: A001 - mirrors builtins.open for this format

@@ -10,11 +10,13 @@ END (SPEC §9.2) without scanning it: it follows the same pointers
 reaches (entry_problem) before using it.
 """
 
-from .batch import decode_batch
-from .errors import IndexUnavailableError, MalformedPayloadError, NotFoundError
-from .framing import FILE_HEADER_SIZE, FRAME_OVERHEAD, decode_file_header
+from .batch import decode_batch, header_problem
+from .errors import (IndexUnavailableError, InvalidSchemaError, LogbError, MalformedPayloadError, NotFoundError,
+                     NotLogbError)
+from .framing import FILE_HEADER_SIZE, FRAME_HEADER, FRAME_HEADER_SIZE, FRAME_OVERHEAD, decode_file_header
 from .frames import DATA_HEADER_SIZE, END_PAYLOAD_SIZE, DataHeader, End, Index, Sync, axis_value, pack_axis
-from .scan import FrameRef, FrameScanner, frame_at
+from .limits import Budget
+from .scan import Frame, FrameScanner, frame_at
 from .schema import Schema
 from .source import SourceReader, open_source
 from .tables import AxisMode, FrameType
@@ -89,11 +91,7 @@ def index_problem(index_offset, index, session_start, streams, data_frames):
 
 
 # ---------------------------------------------------------------- opened from the END
-def _payload_at(buf, pos, expect_type):
-    fr = frame_at(buf, pos) if FILE_HEADER_SIZE <= pos < len(buf) else None
-    if fr is None or fr.type != expect_type:
-        raise IndexUnavailableError(f"no CRC-valid {FrameType(expect_type).name} frame at offset {pos}")
-    return fr.payload(buf)
+_SCAN_CHUNK = 1 << 16
 
 
 class IndexedStream:
@@ -111,33 +109,51 @@ class IndexedStream:
         return sum(e.record_count for _, _, e in self.entries)
 
     def _candidates(self, lo, hi):
+        """(rows that can hold records in [lo, hi], the row whose first_axis
+        claim ended the selection or None)."""
         firsts = [first for _, first, _ in self.entries]
         if any(b < a for a, b in zip(firsts, firsts[1:])):
-            return list(self.entries)  # not monotonic: the index cannot narrow anything
-        out = []
+            return list(self.entries), None  # not monotonic: the index cannot narrow anything
+        out, boundary = [], None
         for i, row in enumerate(self.entries):
             nxt = firsts[i + 1] if i + 1 < len(firsts) else None
-            if row[1] > hi or (nxt is not None and nxt < lo):
+            if row[1] > hi:
+                boundary = row  # every later row claims to start past hi too
+                break
+            if nxt is not None and nxt < lo:
                 continue
             out.append(row)
-        return out
+        return out, boundary
+
+    def _read(self, offset, entry):
+        """The DATA frame an entry names, CRC-checked and decoded, its first_axis checked."""
+        schema = self.schema
+        payload = self._owner._payload(offset, FrameType.DATA, self._owner.index_offset)
+        header = DataHeader.decode(payload)
+        problem = entry_problem(entry, header, schema)
+        if problem:
+            raise IndexUnavailableError(f"INDEX entry disagrees with the DATA frame: {problem} at offset {offset}")
+        try:
+            b = decode_batch(schema, header, payload[DATA_HEADER_SIZE:])
+        except (LogbError, ValueError) as exc:
+            raise IndexUnavailableError(f"the DATA frame at offset {offset} does not decode: {exc}") from None
+        # the decoder's half of the first_axis check (explicit axes: SPEC §9.1)
+        if b.count and pack_axis(b.axis[0], schema.is_time) != entry.first_axis_raw:
+            raise IndexUnavailableError(f"INDEX entry disagrees with the DATA frame: first_axis of the "
+                                        f"frame at offset {offset}")
+        return b
 
     def window(self, lo, hi):
         """Batches whose records fall in [lo, hi], reading only candidate frames.
         Assumes the stream's axis is non-decreasing in file order (a logger's
-        clock); when the index shows it is not, every frame is read."""
-        buf, schema = self._owner.buf, self.schema
-        for offset, _first, entry in self._candidates(lo, hi):
-            payload = _payload_at(buf, offset, FrameType.DATA)
-            header = DataHeader.decode(payload)
-            problem = entry_problem(entry, header, schema)
-            if problem:
-                raise IndexUnavailableError(f"INDEX entry disagrees with the DATA frame: {problem} at offset {offset}")
-            b = decode_batch(schema, header, payload[DATA_HEADER_SIZE:])
-            # the decoder's half of the first_axis check (explicit axes: SPEC §9.1)
-            if b.count and pack_axis(b.axis[0], schema.is_time) != entry.first_axis_raw:
-                raise IndexUnavailableError(f"INDEX entry disagrees with the DATA frame: first_axis of the "
-                                            f"frame at offset {offset}")
+        clock); when the index shows it is not, every frame is read. The frame
+        whose first_axis claim ends the selection is read too, so a false
+        claim there cannot hide records."""
+        rows, boundary = self._candidates(lo, hi)
+        if boundary is not None and self.schema.axis_mode == AxisMode.explicit:
+            self._read(boundary[0], boundary[2])  # raises if the claim is false
+        for offset, _first, entry in rows:
+            b = self._read(offset, entry)
             keep = (b.axis >= lo) & (b.axis <= hi)
             b.raw = {k: v[keep] for k, v in b.raw.items()}
             b.axis, b.count = b.axis[keep], int(keep.sum())
@@ -146,55 +162,118 @@ class IndexedStream:
 
 class IndexedFile(SourceReader):
     """The last writer session of a sealed file, opened from its END (SPEC
-    §9.2): END -> INDEX, and the session's first segment for the schemas.
-    Anything that disagrees raises IndexUnavailableError; the caller then
-    scans (reader.LogbFile)."""
+    §9.2): END -> INDEX, and the session's first segment for the schemas,
+    reading only those frames and each indexed DATA frame's header (no scan,
+    nothing mapped). Every entry is checked against the frame it names before
+    anything is returned: a DATA frame inside the session that ends before the
+    INDEX, of the stream_id the first segment binds to the entry's uuid, with
+    the entry's record_count, run_id and (implicit axes, empty frames)
+    first_axis, within the reader limits, no two entries on one frame. Anything
+    that disagrees raises IndexUnavailableError; the caller then scans
+    (reader.LogbFile)."""
 
     def __init__(self, src):
         self.source = open_source(src)
-        buf = self.buf = self.source.buf
+        self.size = self.source.size
         try:
-            decode_file_header(buf[:FILE_HEADER_SIZE])
-            end_pos = len(buf) - END_FRAME_SIZE
-            end = End.decode(_payload_at(buf, end_pos, FrameType.END))
+            decode_file_header(self.source.read_at(0, FILE_HEADER_SIZE))
+            end_pos = self.size - END_FRAME_SIZE
+            end = End.decode(self._payload(end_pos, FrameType.END, self.size))
             index_pos, self.session_start = end_targets(end_pos, end)
             if index_pos is None:
                 raise IndexUnavailableError("the END frame records no INDEX")
-            index = Index.decode(_payload_at(buf, index_pos, FrameType.INDEX))
-            schemas = self._first_segment_schemas(self.session_start, index_pos)
-        except (MalformedPayloadError, ValueError) as exc:
+            self.index_offset = index_pos
+            index = Index.decode(self._payload(index_pos, FrameType.INDEX, end_pos))
+            bound = self._first_segment_bindings(self.session_start, index_pos)
+            self.streams = self._checked_streams(index, index_pos, bound)
+        except (MalformedPayloadError, InvalidSchemaError, NotLogbError, ValueError) as exc:
             raise IndexUnavailableError(str(exc)) from None
-        self.streams = {}
+
+    @property
+    def buf(self):
+        return self.source.buf
+
+    def _frame_head(self, pos, limit):
+        """(type, stream_id, payload_len) of the frame at `pos`, which must end by `limit`."""
+        head = self.source.read_at(pos, FRAME_HEADER_SIZE) if FILE_HEADER_SIZE <= pos else b""
+        if len(head) < FRAME_HEADER_SIZE:
+            raise IndexUnavailableError(f"no frame at offset {pos}")
+        plen, ftype, _flags, sid = FRAME_HEADER.unpack_from(head, 0)
+        if pos + FRAME_OVERHEAD + plen > limit:
+            raise IndexUnavailableError(f"the frame at offset {pos} runs past offset {limit}")
+        return ftype, sid, plen
+
+    def _payload(self, pos, expect_type, limit):
+        """The payload of the CRC-valid frame of `expect_type` at `pos`, ending by `limit`."""
+        ftype, _sid, plen = self._frame_head(pos, limit)
+        data = self.source.read_at(pos, FRAME_OVERHEAD + plen) if ftype == expect_type else b""
+        fr = frame_at(data, 0)
+        if fr is None or fr.type != expect_type:
+            raise IndexUnavailableError(f"no CRC-valid {FrameType(expect_type).name} frame at offset {pos}")
+        return fr.payload(data)
+
+    def _first_segment_bindings(self, pos, limit):
+        """uuid -> (stream_id, schema) that the session's first segment binds before its first DATA frame."""
+        Sync.decode(self._payload(pos, FrameType.SYNC, limit))
+        bound, sids = {}, {}
+        scanner = FrameScanner(pos, header=False)
+        at = pos
+        while at < limit:
+            chunk = self.source.read_at(at, min(_SCAN_CHUNK, limit - at))
+            events = scanner.feed(chunk) if chunk else scanner.close()
+            at += len(chunk)
+            for ev in events:
+                if type(ev) is not Frame:  # damage before the first DATA frame
+                    raise IndexUnavailableError(f"the session's first segment is damaged at offset {ev.start}")
+                if ev.type == FrameType.DATA or (ev.type == FrameType.SYNC and ev.offset > pos):
+                    return bound
+                if ev.type == FrameType.SCHEMA:
+                    schema = Schema.decode(ev.payload()).validate()
+                    if sids.setdefault(ev.stream_id, schema.uuid) != schema.uuid or \
+                            bound.setdefault(schema.uuid, (ev.stream_id, schema))[0] != ev.stream_id:
+                        raise IndexUnavailableError("the session's first segment binds a stream twice")
+            if not chunk:
+                break
+        return bound
+
+    def _checked_streams(self, index, index_pos, bound):
+        budget = Budget(self.size)
+        streams, claimed = {}, []
         for uuid, entries in index.streams:
-            schema = schemas.get(uuid)
-            if schema is None:
+            if uuid not in bound:
                 raise IndexUnavailableError(f"INDEX names stream {uuid.hex()}, which the session's first segment "
                                             f"does not declare")
-            rows = []
+            if uuid in streams:
+                raise IndexUnavailableError(f"INDEX lists stream {uuid.hex()} twice")
+            sid, schema = bound[uuid]
+            rows, last = [], -1
             for e in entries:
                 pos = entry_offset(index_pos, e)
-                if not self.session_start <= pos < index_pos:
-                    raise IndexUnavailableError("an INDEX entry points outside its session")
+                if not self.session_start <= pos < index_pos or pos <= last:
+                    raise IndexUnavailableError("an INDEX entry points outside its session or out of file order")
+                last = pos
                 rows.append((pos, axis_value(e.first_axis_raw, schema.is_time), e))
-            self.streams[uuid] = IndexedStream(self, schema, rows)
-
-    def _first_segment_schemas(self, pos, limit):
-        """The schemas the session's first segment declares before its first DATA frame."""
-        Sync.decode(_payload_at(self.buf, pos, FrameType.SYNC))
-        schemas = {}
-        for ev in FrameScanner(pos, header=False).scan(self.buf):
-            if type(ev) is not FrameRef:  # damage before the first DATA frame
-                raise IndexUnavailableError(f"the session's first segment is damaged at offset {ev.start}")
-            if ev.offset >= limit or ev.type == FrameType.DATA or (ev.type == FrameType.SYNC and ev.offset > pos):
-                break
-            if ev.type == FrameType.SCHEMA:
-                schema = Schema.decode(ev.payload(self.buf)).validate()
-                schemas.setdefault(schema.uuid, schema)
-        return schemas
+                claimed.append((pos, sid, schema, e))
+            streams[uuid] = IndexedStream(self, schema, rows)
+        claimed.sort(key=lambda c: c[0])
+        end = -1
+        for pos, sid, schema, e in claimed:
+            if pos < end:  # a second entry on one frame, or inside another entry's frame
+                raise IndexUnavailableError(f"INDEX entries overlap at offset {pos}")
+            ftype, frame_sid, plen = self._frame_head(pos, index_pos)
+            end = pos + FRAME_OVERHEAD + plen
+            head = self.source.read_at(pos + FRAME_HEADER_SIZE, DATA_HEADER_SIZE)
+            if ftype != FrameType.DATA or frame_sid != sid or len(head) < DATA_HEADER_SIZE:
+                raise IndexUnavailableError(f"INDEX entry names no DATA frame of its stream at offset {pos}")
+            header = DataHeader.decode(head)
+            problem = entry_problem(e, header, schema) or header_problem(schema, header, plen) or \
+                budget.charge(schema, header)
+            if problem:
+                raise IndexUnavailableError(f"INDEX entry at offset {pos}: {problem}")
+        return streams
 
     def stream(self, key):
         for s in self.streams.values():
             if key in (s.name, s.uuid, s.uuid.hex()):
                 return s
         raise NotFoundError(f"no stream {key!r}")
-

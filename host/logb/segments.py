@@ -6,7 +6,9 @@ resolve_sessions() groups the segments into writer sessions and merges their
 facts, noting every disagreement (the first statement stands).
 """
 
+from bisect import bisect_left
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from .errors import MalformedPayloadError
 from .tables import TIME_BASES
@@ -68,9 +70,11 @@ class Session:
     runs: dict = field(default_factory=dict)
     segments: list = field(default_factory=list)
     ended: bool = False
+    _by_axis: list = field(default_factory=list, repr=False, compare=False)
 
-    @property
+    @cached_property
     def clock(self):
+        """Built once, when first asked for (after the scan has merged every segment)."""
         return Clock(self.time_base, self.anchors)
 
     @property
@@ -107,12 +111,16 @@ def resolve_sessions(segments, end_offsets, note):
         cur.segments.append(i)
         _merge_segment(cur, seg, note)
         prev = seg
+    starts = [s.first_offset for s in sessions]  # in file order
     for off in end_offsets:
-        for s in reversed(sessions):
-            if s.first_offset < off:
-                s.ended = True
-                break
+        i = bisect_left(starts, off) - 1  # the last session that starts before the END
+        if i >= 0:
+            sessions[i].ended = True
     return sessions
+
+
+def _axis_ns(anchor):
+    return anchor.axis_ns
 
 
 def _merge_segment(session, seg, note):
@@ -125,13 +133,14 @@ def _merge_segment(session, seg, note):
             note(seg.offset, "time-base",
                  f"segment declares time base {seg.time_base!r}, its session {session.time_base!r}; ignored")
     session.meta.update(seg.meta)
+    ordered = session._by_axis  # the session's anchors by axis time, kept sorted as they come
     for anchor in seg.anchors:
-        if any(a.axis_ns == anchor.axis_ns for a in session.anchors):
+        i = bisect_left(ordered, anchor.axis_ns, key=_axis_ns)
+        if i < len(ordered) and ordered[i].axis_ns == anchor.axis_ns:
             note(anchor.offset, "anchor", "anchor at an axis time already anchored; the first stands")
             continue
         session.anchors.append(anchor)
-        ordered = sorted(session.anchors, key=lambda a: a.axis_ns)
-        i = ordered.index(anchor)
+        ordered.insert(i, anchor)
         if (i and ordered[i - 1].wall_ns > anchor.wall_ns) or (
                 i + 1 < len(ordered) and ordered[i + 1].wall_ns < anchor.wall_ns):
             note(anchor.offset, "anchor", "anchor wall time goes backwards; used as given")

@@ -1,21 +1,50 @@
-"""Byte sources for the reader: a path or a binary file object becomes one
-buffer with find() and slicing, without loading a file into memory (mmap;
-in-memory inputs stay bytes; a non-seekable stream is spooled to a temporary
-file and mapped)."""
+"""Byte sources for the readers: a path, a bytes-like object or a binary file
+object becomes one Source, with the whole input as one immutable buffer
+(`buf`, read when first asked for) and random reads (`read_at`) that load
+nothing else.
+
+A file is read, never mapped: a mapped file that another process truncates
+kills the reader with SIGBUS on the next page it touches, and Python cannot
+catch that. Read bytes are the reader's own, so a file that shrinks or grows
+while it is open changes nothing already read; one that shrinks during the
+read reads as the shorter (truncated) input it has become, a report and never
+a crash. Once `buf` is read, `read_at` slices it.
+"""
 
 import io
-import mmap
 import os
-import shutil
-import tempfile
+import stat
 
 
 class Source:
-    def __init__(self, buf, closers=(), name=None):
-        self.buf = buf
-        self.size = len(buf)
+    def __init__(self, buf=None, file=None, closers=(), name=None):
+        self._buf = buf
+        self._file = file  # a seekable binary file, read when `buf` or `read_at` asks
         self.name = name
         self._closers = list(closers)
+
+    @property
+    def buf(self):
+        """The whole input (bytes)."""
+        if self._buf is None:
+            self._file.seek(0)
+            self._buf = self._file.read()
+        return self._buf
+
+    @property
+    def size(self):
+        """The input's length: the file's current size until `buf` is read."""
+        if self._buf is not None:
+            return len(self._buf)
+        return os.fstat(self._file.fileno()).st_size
+
+    def read_at(self, pos, n):
+        """Up to `n` bytes from offset `pos` (fewer at the end of the input)."""
+        if self._buf is not None:
+            return self._buf[pos : pos + n]
+        if pos < 0 or n < 0:
+            return b""
+        return os.pread(self._file.fileno(), n, pos)
 
     def close(self):
         for c in reversed(self._closers):
@@ -44,18 +73,12 @@ class SourceReader:
         self.close()
 
 
-def _map_file(f, closers, name):
+def _regular(f):
+    """True for a file object on a regular file (seekable, pread-able)."""
     try:
-        size = os.fstat(f.fileno()).st_size
+        return stat.S_ISREG(os.fstat(f.fileno()).st_mode)
     except (AttributeError, OSError, io.UnsupportedOperation):
-        return None
-    if size == 0:
-        return Source(b"", closers, name)
-    try:
-        m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-    except (OSError, ValueError):
-        return None
-    return Source(m, [m.close, *closers], name)
+        return False
 
 
 def open_source(src):
@@ -66,24 +89,16 @@ def open_source(src):
         return Source(bytes(src))
     if isinstance(src, (str, os.PathLike)):
         f = open(src, "rb")
-        mapped = _map_file(f, [f.close], os.fspath(src))
-        if mapped is None:  # e.g. a FIFO: read it like any stream
-            return _spool(f, [f.close], os.fspath(src))
-        return mapped
+        if _regular(f):
+            return Source(file=f, closers=[f.close], name=os.fspath(src))
+        try:  # e.g. a FIFO: read it like any stream
+            return Source(f.read(), closers=[f.close], name=os.fspath(src))
+        except BaseException:
+            f.close()
+            raise
     if isinstance(src, io.BytesIO):
         return Source(src.getvalue())
     name = getattr(src, "name", None)
-    seekable = getattr(src, "seekable", lambda: False)()
-    if seekable:
-        mapped = _map_file(src, [], name)
-        if mapped is not None:
-            return mapped
-    return _spool(src, [], name)
-
-
-def _spool(stream, closers, name):
-    tmp = tempfile.TemporaryFile()
-    shutil.copyfileobj(stream, tmp, 1 << 20)
-    tmp.flush()
-    mapped = _map_file(tmp, [tmp.close, *closers], name)
-    return mapped
+    if _regular(src):
+        return Source(file=src, name=name)
+    return Source(src.read(), name=name)
