@@ -88,8 +88,11 @@ class Printer:
             if not self._want(schema.name, msg):
                 return
             from ..can.decode import decode_payloads
+            from ..can.layout import MISSING
 
-            _raw, phys, text, units = decode_payloads(schema, batch.raw["data"])
+            # payload bytes each frame lacked; a schema from before the field holds whole messages
+            missing = batch.raw[MISSING] if any(f.name == MISSING for f in schema.fields) else None
+            _raw, phys, text, units = decode_payloads(schema, batch.raw["data"], missing=missing)
             for i in range(batch.count):
                 self._signals(secs[i], schema.name, None, phys, text, units, i)
         else:
@@ -111,7 +114,7 @@ class Printer:
         if self.compiled is not None:
             from ..can.decode import decode_frames
 
-            for d in decode_frames(self.compiled, batch.axis, ids, flags, data):
+            for d in decode_frames(self.compiled, batch.axis, ids, flags, data, dlc=dlcs):
                 for j, row in enumerate(d.rows):
                     decoded[int(row)] = (d, j)
         for i in range(batch.count):
@@ -136,6 +139,9 @@ class Printer:
         vals = {}
         parts = []
         for sig, col in phys.items():
+            if col[i] is np.ma.masked:  # past a short frame's data, never on the bus: null, not shown
+                vals[sig] = None
+                continue
             v = value(col[i])
             if sig in text and text[sig][i] is not None:
                 v = text[sig][i]
