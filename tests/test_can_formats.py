@@ -380,9 +380,54 @@ def test_import_with_dbc_writes_message_streams(tmp_path):
     trace, problems = formats.import_trace(TRACES / "durango-aconoff-candump.log", out, dbc=dbc)
     with logb.LogbFile(str(out)) as f:
         kinds = [s.schema.meta_dict().get("logb.can.layout") for s in f.streams.values()]
-        assert kinds.count("raw") == 1 and kinds.count("message") > 10
+        # of the DBC's 39 messages, the 7 this bus carries: a stream is bound only where it has data
+        assert kinds.count("raw") == 1 and kinds.count("message") == 7
+        assert all(s.records for s in f.streams.values())
         assert any(a.media_type == "application/x-dbc" for a in f.attachments)
         assert f.stream("can0").records == trace.frames
+
+
+@needs_traces
+@pytest.mark.parametrize("limit", [64 << 10, formats.logbfile.SEGMENT_BYTES])
+def test_import_writes_like_a_logger(limit, tmp_path):
+    """Segments of at most `limit` (+ one frame), each binding only the streams with data in
+    it; per-message DATA interleaved in time with the raw bus stream's, so a file cut
+    anywhere decodes through its per-message streams, and every frame comes back."""
+    from _frames import walk
+    from logb.can.decode import decode_file
+    from logb.tables import FrameType
+    from test_writer import bound_and_used, segments
+
+    dbc = TRACES.parent / "dbc" / "fca_giorgio.dbc"
+    trace = formats.read_trace(TRACES / "durango-aconoff-candump.log")
+    out = tmp_path / "d.logb"
+    formats.write_logb(trace, out, dbc=dbc, segment_bytes=limit)
+    data = out.read_bytes()
+    segs = segments(data)
+    assert len(segs) >= (9 if limit < len(data) // 8 else 1)
+    for seg in segs:
+        bound, used = bound_and_used(seg)
+        assert sorted(used) == bound
+        assert seg[-1][0] + 12 + seg[-1][3] - seg[0][0] <= limit + 12 + max(plen for _, _, _, plen in seg)
+    data_frames = [(off, sid) for off, t, sid, _ in walk(data) if t == FrameType.DATA]
+    raw = 1  # CanRecorder declares the raw bus stream first
+    last_raw = max(off for off, sid in data_frames if sid == raw)
+    messages = [off for off, sid in data_frames if sid != raw]
+    assert len(messages) > 100 and sum(off < last_raw for off in messages) > 0.9 * len(messages)
+    for cut in (40_001, 100_001, 300_001, 450_001):
+        with logb.LogbFile(data[:cut]) as f:
+            assert f.report.truncated
+            # the per-message records of at most about one raw DATA frame's span are cut off
+            rows = sum(len(d) for d in decode_file(f, source="messages"))
+            assert rows > 0.5 * sum(len(d) for d in decode_file(f, source="raw")) > 0
+    with logb.LogbFile(str(out)) as f:
+        assert f.report.clean and all(f.index_valid.values())
+        back = formats.read_logb(f)
+    for name, b in trace.buses.items():
+        got = back.buses[name]
+        assert got.t.tolist() == b.t.tolist() and got.id.tolist() == b.id.tolist()
+        assert got.flags.tolist() == b.flags.tolist() and got.dlc.tolist() == b.dlc.tolist()
+        assert np.array_equal(got.data, b.data)
 
 
 # ---------------------------------------------------------------- CLI
@@ -403,6 +448,12 @@ def test_cli_import_export(tmp_path, capsys):
     assert main(["import", str(other), "-o", str(lb)]) == 64
     assert main(["import", str(other), "--format", "candump", "-o", str(lb)]) == 0
     assert main(["import", str(tmp_path / "missing.log"), "-o", str(lb)]) == 64
+    with pytest.raises(SystemExit) as exc:
+        main(["import", str(src), "-o", str(lb), "--segment-bytes", "0"])
+    assert exc.value.code == 64
+    assert main(["import", str(src), "-o", str(lb), "--segment-bytes", "200"]) == 0
+    with logb.LogbFile(str(lb)) as f:
+        assert len(f.segments) > 1 and f.report.clean
     bad = tmp_path / "bad.blf"
     bad.write_bytes(b"not a blf file at all" * 20)
     assert main(["import", str(bad), "-o", str(lb)]) == 1

@@ -1,6 +1,7 @@
 """The CPython writer: never seeks, rotates segments by size and time and
 restates what a cut-in reader needs, seals with INDEX + END."""
 
+import dataclasses
 import io
 import os
 import threading
@@ -189,3 +190,68 @@ def test_closed_writer_refuses_data():
     w.close()
     with pytest.raises(EncodeError):
         sw.write_batch({"x": [1]})
+
+
+def segments(data):
+    """Each segment's frames, SYNC first, as _frames.walk tuples (offset, type, stream_id, payload_len);
+    INDEX and END are not segment content."""
+    from _frames import walk
+
+    out = []
+    for fr in walk(data):
+        if fr[1] == FrameType.SYNC:
+            out.append([])
+        if fr[1] not in (FrameType.INDEX, FrameType.END):
+            out[-1].append(fr)
+    return out
+
+
+def bound_and_used(segment):
+    """The stream_ids a segment's SCHEMAs bind, and those its DATA and stream META frames use."""
+    bound = [sid for _, t, sid, _ in segment if t == FrameType.SCHEMA]
+    used = {sid for _, t, sid, _ in segment if t in (FrameType.DATA, FrameType.META) and sid}
+    return bound, used
+
+
+def test_bind_used_writes_whole_segments_binding_only_their_streams():
+    sink = WriteOnly()
+    limit = 600
+    w = logb.Writer(sink, segment_bytes=limit, bind_used=True)
+    a, b, c = (w.add_stream(dataclasses.replace(SCHEMA, uuid=bytes([k]) * 16, name=f"s{k}"),
+                            codec=Codec.none, transpose=False) for k in (1, 2, 3))
+    w.add_run(3, 0, {"R1": "1k"})
+    for k in range(30):
+        a.write_batch({"x": np.arange(20) + k}, axis_base=k * 200, run_id=3)
+        if k % 10 == 9:
+            c.write_batch({"x": [k]}, axis_base=k * 200)
+        if k == 15:
+            w.meta({"note": "k15"}, stream=b)
+    w.close()
+    data = b"".join(sink.chunks)
+    segs = segments(data)
+    assert len(segs) >= 5
+    assert len(sink.chunks) == 1 + len(segs) + 2  # header, each segment whole, INDEX, END
+    for seg in segs:
+        bound, used = bound_and_used(seg)
+        assert sorted(used) == bound, seg  # each SCHEMA bound where it is used, and only there
+        assert [t for _, t, _, _ in seg[1:len(bound) + 3]] == [FrameType.SCHEMA] * len(bound) + [
+            FrameType.RUN, FrameType.META]  # SYNC, SCHEMAs, RUNs, session META, then the segment's frames
+        size = seg[-1][0] + 12 + seg[-1][3] - seg[0][0]
+        assert size <= limit + 12 + max(plen for _, _, _, plen in seg)  # the limit, plus one frame
+    assert sum(3 in bound_and_used(seg)[1] for seg in segs) == 3  # c has DATA in three segments only
+    f = logb.LogbFile(data)
+    assert f.report.clean and all(f.index_valid.values())
+    assert f.stream("s1").records == 600 and f.stream("s3").columns().raw["x"].tolist() == [9, 19, 29]
+    assert f.stream("s2").meta == {"note": "k15"}
+    assert f.sessions[0].runs[3].params == (("R1", "1k"),)
+    cut = [seg[0][0] for seg in segs if 1 in bound_and_used(seg)[1]][-1]
+    tail = logb.LogbFile(data[cut:], recover=True)  # rule 3: the file from a later segment on decodes
+    assert tail.stream("s1").columns().raw["x"].tolist()[-1] == 29 + 19
+
+
+def test_bind_used_file_of_no_records_names_its_streams():
+    bio = io.BytesIO()
+    with logb.Writer(bio, bind_used=True) as w:
+        w.add_stream(SCHEMA)
+    f = logb.LogbFile(bio.getvalue())
+    assert f.report.clean and f.stream("v").records == 0

@@ -1,6 +1,8 @@
 """The CPython writer (SPEC §3, §8, §9): append-only, never seeks, so the sink
 may be a pipe. Segments rotate by size and by time and each restates every
-schema, run and the time base; close() writes an INDEX and an END."""
+schema, run and the time base; close() writes an INDEX and an END. With
+bind_used, for bulk conversion: each segment is built in memory and written
+whole, binding only the streams with frames in it."""
 
 import os
 import struct
@@ -58,6 +60,7 @@ class StreamWriter:
             raise EncodeError(f"unknown codec {codec!r}") from None
         self.filter = Filter.transpose if transpose else Filter.none
         self.index = []  # (absolute position, first_axis_raw, record_count, run_id)
+        self.schema_frame = _frame_of(SchemaFrame(schema), stream_id)  # every segment restates it: it must encode
 
     def write_batch(self, columns, axis_base=0, run_id=0, count=None):
         """Write one DATA frame of raw values (one array-like per field).
@@ -105,21 +108,26 @@ class StreamWriter:
         if self.filter == Filter.transpose:
             fixed = codecs.transpose(fixed, count, s.record_size)
         frame = _frame_of(Data(header, codecs.compress(fixed + tail, self.codec, self.level)), self.stream_id)
-        self.writer._before_data()
-        pos = self.writer._emit(frame)
-        self.index.append((pos, first, count, run_id))
+        self.writer._before_data(self)
+        self.writer._emit(frame, self, (first, count, run_id))
 
 
 class Writer:
     """Write a Logb file to a path or any object with write().
 
     time_base: "unix", "monotonic", "relative" or None (unknown).
-    segment_bytes / segment_seconds: rotate segments when either is reached.
+    segment_bytes / segment_seconds: rotate segments when either is reached
+    (a segment ends at most one frame past segment_bytes).
+    bind_used: hold each segment in memory and write it whole when it ends
+    (SYNC, the SCHEMAs of only the streams with DATA or META in it, RUNs,
+    session META, its frames), so a segment restates no schema it does not
+    use. A crash then loses the segment being built: for bulk conversion
+    (`logb import`), not for live recording.
     """
 
     def __init__(self, sink, time_base="unix", session=None, clock_source="clock_gettime(CLOCK_REALTIME)",
                  segment_bytes=8 << 20, segment_seconds=60.0, meta=None, wall_clock=time.time_ns,
-                 monotonic=time.monotonic, header=True):
+                 monotonic=time.monotonic, header=True, bind_used=False):
         if isinstance(sink, (str, os.PathLike)):
             self._sink, self._owns = open(sink, "wb"), True
         else:
@@ -140,6 +148,11 @@ class Writer:
         self._streams = []
         self._runs = []
         self._closed = False
+        self.bind_used = bind_used
+        self._held = None  # bind_used: the open segment's (frame, stream, index entry), not yet written
+        self._bound = {}  # bind_used: stream_id -> StreamWriter with frames in the open segment
+        self._held_size = 0  # bind_used: the open segment's size once written
+        self._sync = b""  # bind_used: the open segment's SYNC frame
         if header:
             self._write(encode_file_header())
 
@@ -148,11 +161,20 @@ class Writer:
         self._sink.write(data)
         self._pos += len(data)
 
-    def _emit(self, frame):
-        """Write one encoded frame; returns where it starts."""
-        pos = self._pos
+    def _emit(self, frame, stream=None, entry=None):
+        """Write one encoded frame, or hold it in the open segment (bind_used).
+        stream: the StreamWriter a DATA or stream META frame belongs to; entry:
+        a DATA frame's INDEX entry (first_axis_raw, record_count, run_id)."""
+        if self._held is not None:
+            if stream is not None and stream.stream_id not in self._bound:
+                self._bound[stream.stream_id] = stream
+                self._held_size += len(stream.schema_frame)
+            self._held.append((frame, stream, entry))
+            self._held_size += len(frame)
+            return
+        if entry is not None:
+            stream.index.append((self._pos, *entry))
         self._write(frame)
-        return pos
 
     def _session_meta(self):
         pairs = [("logb.session", self.session), ("logb.clock_source", self.clock_source)]
@@ -162,23 +184,54 @@ class Writer:
         return Meta(tuple(pairs))
 
     def _start_segment(self):
+        self._seal()
         self._seq += 1
         self._segment_start = self._pos
         if self._session_start is None:
             self._session_start = self._pos
         self._segment_opened_at = self._mono()
-        self._emit(Sync(self._seq, self._wall() if self.time_base == "unix" else 0).frame())
+        sync = Sync(self._seq, self._wall() if self.time_base == "unix" else 0).frame()
+        if self.bind_used:
+            self._held, self._bound, self._sync = [], {}, sync
+            self._held_size = len(sync) + sum(len(run.frame()) for run in self._runs)
+            self._held_size += len(self._session_meta().frame())
+            return
+        self._emit(sync)
         for sw in self._streams:
-            self._emit(SchemaFrame(sw.schema).frame(sw.stream_id))
+            self._emit(sw.schema_frame)
         for run in self._runs:
             self._emit(run.frame())
         self._emit(self._session_meta().frame())
 
-    def _before_data(self):
+    def _seal(self):
+        """bind_used: write the open segment. A segment without stream frames
+        (a file of no records) binds every stream, so the file still names them."""
+        if self._held is None:
+            return
+        bound = [self._bound[k] for k in sorted(self._bound)] or self._streams
+        head = [self._sync, *(sw.schema_frame for sw in bound), *(run.frame() for run in self._runs),
+                self._session_meta().frame()]
+        pos = self._pos + sum(map(len, head))
+        for frame, stream, entry in self._held:
+            if entry is not None:
+                stream.index.append((pos, *entry))
+            pos += len(frame)
+        self._write(b"".join(head + [frame for frame, _, _ in self._held]))
+        self._held = None
+
+    def _segment_size(self):
+        return self._held_size if self._held is not None else self._pos - self._segment_start
+
+    def _before_data(self, stream=None):
+        """Before a DATA, META or ATTACH frame (of `stream`, if stream-scoped):
+        start a segment when none is open or the open one is full."""
         if self._closed:
             raise EncodeError("writer is closed")
+        binds = 0
+        if self._held is not None and stream is not None and stream.stream_id not in self._bound:
+            binds = len(stream.schema_frame)  # the SCHEMA its first frame in the segment brings
         if (self._segment_start is None
-                or self._pos - self._segment_start >= self.segment_bytes
+                or self._segment_size() + binds >= self.segment_bytes
                 or self._mono() - self._segment_opened_at >= self.segment_seconds):
             self._start_segment()
 
@@ -192,25 +245,26 @@ class Writer:
         if any(sw.schema.uuid == schema.uuid for sw in self._streams):
             raise EncodeError(f"stream uuid {schema.uuid.hex()} declared twice")
         sw = StreamWriter(self, len(self._streams) + 1, schema, codec, transpose, level)
-        frame = _frame_of(SchemaFrame(schema), sw.stream_id)  # every segment restates it: it must encode
         self._streams.append(sw)
-        if self._segment_start is not None:
-            self._emit(frame)
+        if self._segment_start is not None and self._held is None:
+            self._emit(sw.schema_frame)
         return sw
 
     def add_run(self, run_id, index=0, params=()):
         run = Run(run_id, index, tuple((str(k), str(v)) for k, v in dict(params).items()))
         frame = _frame_of(run)  # every segment restates it: it must encode
         self._runs.append(run)
-        if self._segment_start is not None:
+        if self._held is not None:  # restated at the head of the open segment when it is written
+            self._held_size += len(frame)
+        elif self._segment_start is not None:
             self._emit(frame)
         return run
 
     def meta(self, pairs, stream=None):
         """A META frame: file-scope, or stream-scope when `stream` is a StreamWriter."""
-        self._before_data()
+        self._before_data(stream)
         items = tuple((str(k), str(v)) for k, v in dict(pairs).items())
-        self._emit(Meta(items).frame(stream.stream_id if stream else 0))
+        self._emit(Meta(items).frame(stream.stream_id if stream else 0), stream)
 
     def anchor(self, axis_ns, wall_ns, source="manual", uncertainty_ns=None):
         """Bind the axis clock to wall time (G7): written after the records it dates."""
@@ -231,6 +285,7 @@ class Writer:
             return
         if self._segment_start is None:
             self._start_segment()
+        self._seal()
         index_pos = None
         if index:
             streams = []

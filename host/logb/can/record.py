@@ -29,12 +29,14 @@ class CanRecorder:
     writer: a logb.Writer. compiled: a CompiledDbc, a DBC (path or text), or
     None for the raw bus stream alone. fd: use the 64-byte raw layout (also
     chosen when the DBC has a message longer than 8 bytes). batch: records per
-    DATA frame. Per-message records are buffered until a batch is full:
-    call flush() (or use the recorder as a context manager) before closing the
-    writer."""
+    DATA frame. Per-message records are buffered until a batch is full, or,
+    with flush_s, until the oldest is flush_s seconds (of the recording's own
+    axis) older than the newest frame added, as a logger seals its frames
+    (`logb import`: 1 s): call flush() (or use the recorder as a context
+    manager) before closing the writer."""
 
     def __init__(self, writer, compiled=None, bus="can0", fd=False, device="logb", codec=Codec.zstd,
-                 transpose=True, batch=4096, axis_exp=-6, attach=True):
+                 transpose=True, batch=4096, axis_exp=-6, attach=True, flush_s=None):
         if compiled is not None and not isinstance(compiled, CompiledDbc):
             compiled = compile_dbc(compiled, bus=bus, device=device, axis_exp=axis_exp)
         elif compiled is not None and (compiled.bus != bus or compiled.raw_schema.axis_exp != axis_exp):
@@ -45,6 +47,7 @@ class CanRecorder:
         self.fd = bool(fd or (compiled is not None and compiled.fd))
         self.width = layout.FD_PAYLOAD if self.fd else layout.CLASSIC_PAYLOAD
         self.batch = int(batch)
+        self.flush_ticks = None if flush_s is None else round(flush_s * 10 ** -axis_exp)
         if compiled is not None and compiled.fd == self.fd:
             raw_schema = compiled.raw_bus_schema(layout.MIRROR)
         else:
@@ -128,6 +131,11 @@ class CanRecorder:
             self._pending_n[i] += len(rows)
             if self._pending_n[i] >= self.batch:
                 self._write(i, keep_tail=True)
+        if self.flush_ticks is not None:
+            due = int(t.max()) - self.flush_ticks
+            for i, parts in enumerate(self._pending):
+                if parts and min(int(p[0].min()) for p in parts) <= due:
+                    self._write(i)
 
     def _write(self, i, keep_tail=False):
         parts = self._pending[i]

@@ -1,9 +1,11 @@
 """logb import: a candump/ASC/BLF/TRC trace into Logb (python-can reads it)."""
 
+import argparse
 import importlib
 import os
 
 from ..can import formats  # python-can itself is imported only when a trace is read
+from ..can.formats.logbfile import SEGMENT_BYTES
 from ..errors import UnreadableInputError, UsageError
 from .common import EXIT_OK, dbc_errors, dumps, output
 
@@ -25,6 +27,10 @@ time zone. `logb export FILE --format blf -o out.blf` writes it back.
 
   logb import drive.blf -o drive.logb --dbc vehicle.dbc
 
+OUT is laid out as a logger writes (docs/CAN.md): per-message DATA in time
+with the raw bus frames, segments of at most --segment-bytes (default 1 MiB)
+or 60 s of trace time, each binding only the streams with data in it.
+
 OUT is written to a temporary file beside it and renamed only when complete:
 a trace or DBC that does not parse leaves no OUT, and an OUT that is one of
 the inputs is refused.
@@ -45,7 +51,19 @@ def add_arguments(p):
     p.add_argument("--format", choices=tuple(formats.READERS), help="default: from the extension")
     p.add_argument("--dbc", metavar="FILE", help="also write per-message streams, and attach the DBC")
     p.add_argument("--device", default="logb", help="the device name stream uuids derive from (default logb)")
+    p.add_argument("--segment-bytes", type=_positive, default=SEGMENT_BYTES, metavar="N",
+                   help="end a segment once it holds N bytes (default 1 MiB; docs/CAN.md states the overhead)")
     p.add_argument("--json", action="store_true", help="print a summary as one JSON object")
+
+
+def _positive(text):
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of bytes")
+    return n
 
 
 def run(args, out):
@@ -60,7 +78,8 @@ def run(args, out):
         except Exception as exc:  # python-can's parse errors have no common base class
             raise UnreadableInputError(f"{args.trace}: cannot read as {fmt.NAME}: {exc}") from None
         with dbc_errors(args.dbc):
-            problems = formats.write_logb(trace, tmp, dbc=args.dbc, device=args.device, source=args.trace)
+            problems = formats.write_logb(trace, tmp, dbc=args.dbc, device=args.device, source=args.trace,
+                                          segment_bytes=args.segment_bytes)
     summary = {
         "source": args.trace, "format": fmt.NAME, "output": args.output, "frames": trace.frames,
         "time_base": "unix" if trace.dated else "relative", "axis_exp": trace.axis_exp,

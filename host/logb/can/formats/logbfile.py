@@ -8,12 +8,19 @@ import numpy as np
 
 from .trace import Bus, Trace
 
+SEGMENT_BYTES = 1 << 20  # `logb import` segments: a lost one costs seconds of a busy bus (docs/CAN.md)
+FLUSH_S = 1.0  # per-message records wait at most this long (of trace time) for their DATA frame
 
-def write_logb(trace, out, dbc=None, device="logb", source=None, batch=4096, codec=None):
+
+def write_logb(trace, out, dbc=None, device="logb", source=None, batch=4096, codec=None,
+               segment_bytes=SEGMENT_BYTES, flush_s=FLUSH_S):
     """Write a Trace as a Logb file with CanRecorder: one raw bus stream per bus, plus the
     per-message streams and the DBC attachment when `dbc` (a path, DBC text or bytes) is
-    given. DATA frames of all buses are interleaved in time. Returns the DBC's problems
-    (a list of (name, reason)), empty without a DBC."""
+    given. Written like a logger: DATA frames of all buses and of the per-message streams
+    interleaved in time (a per-message stream's records go out once the oldest is `flush_s`
+    seconds of trace time old), segments of at most `segment_bytes` (+ one frame) or 60 s of
+    trace time, each binding only the streams with data in it (Writer bind_used). Returns
+    the DBC's problems (a list of (name, reason)), empty without a DBC."""
     import logb
     from logb.tables import Codec
 
@@ -35,8 +42,10 @@ def write_logb(trace, out, dbc=None, device="logb", source=None, batch=4096, cod
         dbc_source = dbc if not isinstance(dbc, os.PathLike) else os.fspath(dbc)
     problems = []
     sink = str(out) if isinstance(out, (str, os.PathLike)) else out
+    now = [(bounds[0] if bounds else 0) * 10.0 ** trace.axis_exp]  # trace time (s), not the conversion's
     with logb.Writer(sink, time_base="unix" if trace.dated else "relative", meta=meta,
-                     clock_source=f"imported from {trace.source_format}", wall_clock=lambda: wall) as w:
+                     clock_source=f"imported from {trace.source_format}", wall_clock=lambda: wall,
+                     monotonic=lambda: now[0], segment_bytes=segment_bytes, bind_used=True) as w:
         jobs, recorders = [], []
         for name in sorted(trace.buses):
             b = trace.buses[name]
@@ -47,11 +56,12 @@ def write_logb(trace, out, dbc=None, device="logb", source=None, batch=4096, cod
                     problems = list(compiled.problems)
             # one DBC attachment per file, not one per bus
             rec = CanRecorder(w, compiled, bus=name, fd=b.fd, device=device, codec=codec, batch=batch,
-                              axis_exp=trace.axis_exp, attach=not recorders)
+                              axis_exp=trace.axis_exp, attach=not recorders, flush_s=flush_s)
             recorders.append(rec)
             jobs += [(int(b.t[lo:lo + batch].min()), rec, b, lo) for lo in range(0, len(b), batch)]
         jobs.sort(key=lambda j: j[0])  # buses interleaved in time, DATA frame by DATA frame
-        for _, rec, b, lo in jobs:
+        for first, rec, b, lo in jobs:
+            now[0] = first * 10.0 ** trace.axis_exp
             hi = lo + batch
             rec.add(b.t[lo:hi], b.id[lo:hi], b.flags[lo:hi], b.dlc[lo:hi], b.data[lo:hi])
         for rec in recorders:
