@@ -327,5 +327,6 @@ def test_a_cut_import_decodes_from_the_raw_bus_stream(tmp_path, capsys):
     with logb.LogbFile(str(cut)) as f:
         assert not f.report.clean
         whole = decode_file(f, source="raw")
-        assert sum(len(d) for d in decode_file(f, source="messages")) < sum(len(d) for d in whole)
+        # import interleaves per-message DATA with the raw frames, so they cover (nearly) the same span
+        assert sum(len(d) for d in decode_file(f, source="messages")) <= sum(len(d) for d in whole)
     assert len(rows) == sum(len(d) for d in whole) > 4000
