@@ -255,3 +255,21 @@ def test_bind_used_file_of_no_records_names_its_streams():
         w.add_stream(SCHEMA)
     f = logb.LogbFile(bio.getvalue())
     assert f.report.clean and f.stream("v").records == 0
+
+
+def test_writer_refuses_a_frame_every_reader_may_refuse(tmp_path):
+    """A DATA frame past the reader limits (SPEC §8.3) is refused before anything is written."""
+    from logb import limits
+
+    schema = Schema(logb.stream_uuid("t", "wide"), "wide", 8, AxisKind.index, AxisMode.implicit, axis_step=1.0,
+                    fields=(Field("b", 0, 8, DataType.uint),))
+    n = limits.FRAME_COLUMNS_MIN // limits.column_bytes(schema) + 1
+    with logb.Writer(tmp_path / "w.logb") as w:
+        s = w.add_stream(schema, codec=Codec.none)
+        before = (tmp_path / "w.logb").stat().st_size
+        with pytest.raises(logb.EncodeError, match="reader limits"):
+            s.write_batch({"b": np.zeros(n, np.uint8)})
+        assert (tmp_path / "w.logb").stat().st_size == before
+        s.write_batch({"b": np.zeros(n - 1, np.uint8)})  # just inside: written
+    with logb.LogbFile(tmp_path / "w.logb") as f:
+        assert f.stream("wide").records == n - 1 and f.report.clean

@@ -11,7 +11,7 @@ import uuid as uuidlib
 
 import numpy as np
 
-from . import codecs, fields
+from . import codecs, fields, limits
 from .batch import _check_range as check_range, axis_column
 from .errors import EncodeError, InvalidDataError
 from .framing import encode_file_header
@@ -61,6 +61,7 @@ class StreamWriter:
         self.filter = Filter.transpose if transpose else Filter.none
         self.index = []  # (absolute position, first_axis_raw, record_count, run_id)
         self.schema_frame = _frame_of(SchemaFrame(schema), stream_id)  # every segment restates it: it must encode
+        self.column_bytes = limits.column_bytes(schema)  # what a reader budgets per decoded record
 
     def write_batch(self, columns, axis_base=0, run_id=0, count=None):
         """Write one DATA frame of raw values (one array-like per field).
@@ -105,6 +106,10 @@ class StreamWriter:
                 check_range(int(axis_base) + (count - 1) * int(s.axis_step))
         except (InvalidDataError, struct.error) as exc:
             raise EncodeError(f"stream {s.name!r}: {exc}") from None
+        # Every reader may refuse a frame past these (SPEC §8.3): split the batch instead.
+        if header.raw_size > limits.FRAME_RAW_MIN or count * self.column_bytes > limits.FRAME_COLUMNS_MIN:
+            raise EncodeError(f"stream {s.name!r}: a DATA frame of {count} records ({header.raw_size} bytes) is "
+                              f"beyond the reader limits (SPEC §8.3); write smaller batches")
         if self.filter == Filter.transpose:
             fixed = codecs.transpose(fixed, count, s.record_size)
         frame = _frame_of(Data(header, codecs.compress(fixed + tail, self.codec, self.level)), self.stream_id)
