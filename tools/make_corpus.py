@@ -25,6 +25,15 @@ Expectation file (one JSON object per fixture):
                         in file order
   axis_ulps             (optional) {uuid-hex: n}: axis values of that stream may
                         differ by n ulp (log axes, SPEC §5.2)
+  rejections            (optional) {uuid-hex: [[offset, records], ...]}: exactly the
+                        frames of that stream that were rejected, in file order
+  index                 (optional) [[offset, valid], ...]: every INDEX frame, valid when
+                        it was checked against the frames and agrees (so it is usable)
+  attachments           (optional) [{name, media_type, raw_size, available}]: every
+                        ATTACH, in file order; available: its data decodes
+  reported              (optional) [offset, ...]: the report notes a condition at each
+  dump                  (optional) false: too many records for the test to dump them
+                        (it counts them with `logb info` only)
 """
 
 import importlib.util
@@ -1468,6 +1477,254 @@ def embedded_header_v1():
     return b.buf, {
         "exit": 1, "truncated": False, "sessions": 1, "skipped": [[at, len(b), "unsupported version"]],
         "streams": streams((u, "s", 2, 0)), "records": u8_records(u, "s", [1, 2]),
+    }
+
+
+# ================================================================ reader limits (SPEC §8.3 "Reader limits")
+
+ATTACH, INDEX_FRAME = 0x12, 0x30
+MIB32 = 32 << 20  # one frame's raw_size limit for an input under 32 MiB: max(32 MiB, L)
+ZERO_SIZE_BUDGET = 1 << 20  # zero-size records of one input under 1 MiB: max(2^20, L)
+ZSTD_BLOCK = 1 << 17  # Block_Maximum_Size with a 128 KiB window (RFC 8878 §3.1.1.2)
+
+
+def zstd_by_hand(blocks, content_size=None, window_exp=7):
+    """One zstd frame (RFC 8878) from raw and RLE blocks: ("raw", bytes) or ("rle", byte, n). A
+    stated content size takes 4 bytes (FCS_Flag 2); the window is 2^(10 + window_exp)."""
+    fhd = 0x80 if content_size is not None else 0x00
+    out = bytearray(struct.pack("<IB", 0xFD2FB528, fhd) + bytes([window_exp << 3]))
+    if content_size is not None:
+        out += struct.pack("<I", content_size)
+    for i, blk in enumerate(blocks):
+        last = i == len(blocks) - 1
+        if blk[0] == "raw":
+            out += (last | 0 << 1 | len(blk[1]) << 3).to_bytes(3, "little") + blk[1]
+        else:
+            out += (last | 1 << 1 | blk[2] << 3).to_bytes(3, "little") + bytes([blk[1]])
+    return bytes(out)
+
+
+def zeros_then(n_zeros, tail):
+    """A zstd frame of RLE blocks: `n_zeros` zero bytes, then the raw bytes `tail` (no stated content size)."""
+    blocks = [("rle", 0, ZSTD_BLOCK)] * (n_zeros // ZSTD_BLOCK)
+    if n_zeros % ZSTD_BLOCK:
+        blocks.append(("rle", 0, n_zeros % ZSTD_BLOCK))
+    return zstd_by_hand(blocks + [("raw", tail)])
+
+
+def zero_size_stream(uuid, name):
+    """A time stream whose records have no bytes: record_bits 0, no fields."""
+    return schema_frame(1, uuid, name, 0, [], kind=TIME, mode=IMPLICIT, exp=-3, step=1)
+
+
+@fixture("reader limit: one zero-size-record budget per input, shared by every frame: DATA frames of 2 and "
+         "2^20 - 1 zero-size records (each alone under max(2^20, L)) total more than it, so the second is "
+         "rejected; a rejected frame charges nothing, so a third of 1 record still fits (polarity: over)",
+         "§8.3 Reader limits")
+def limit_zero_size_shared_over():
+    u = U(0xA0)
+    b = Build(hm.header(), hm.sync(0), zero_size_stream(u, "z"))
+    b.put(hm.data(1, b"", 2, base=0))
+    at = b.put(hm.data(1, b"", ZERO_SIZE_BUDGET - 1, base=2))
+    b.put(hm.data(1, b"", 1, base=ZERO_SIZE_BUDGET + 1))
+    return b.buf, {
+        "exit": 1, "truncated": False, "sessions": 1, "skipped": [], "strict": "MalformedPayloadError",
+        "streams": streams((u, "z", 3, ZERO_SIZE_BUDGET - 1)),
+        "rejections": {u.hex(): [[at, ZERO_SIZE_BUDGET - 1]]},
+        "records": [rec(u, "z", a, {}, wall=UNDATED) for a in (0, 1, ZERO_SIZE_BUDGET + 1)],
+    }
+
+
+@fixture("reader limit: the same budget's edge: DATA frames of 1 and 2^20 - 1 zero-size records total exactly "
+         "max(2^20, L), which is within it: all are returned (polarity: within; 2^20 records, so the test "
+         "counts them with `info` rather than dumping them)", "§8.3 Reader limits")
+def limit_zero_size_shared_within():
+    u = U(0xA1)
+    b = Build(hm.header(), hm.sync(0), zero_size_stream(u, "z"))
+    b.put(hm.data(1, b"", 1, base=0))
+    b.put(hm.data(1, b"", ZERO_SIZE_BUDGET - 1, base=1))
+    return b.buf, {
+        "exit": 0, "truncated": False, "sessions": 1, "skipped": [], "strict": None, "dump": False,
+        "streams": streams((u, "z", ZERO_SIZE_BUDGET, 0)), "rejections": {u.hex(): []},
+    }
+
+
+def _big_record_stream(uuid, size):
+    """A stream of `size`-byte records whose one field `v` is the last byte."""
+    return schema_frame(1, uuid, "big", 8 * size, [hm.field("v", 8 * (size - 1), 8, UINT)], kind=TIME,
+                        mode=IMPLICIT, exp=-3, step=1)
+
+
+@fixture("reader limit: a DATA frame whose raw_size is one byte over max(32 MiB, L) is rejected from its "
+         "header (a zstd frame of RLE blocks that would decode to it exactly); the rest of the file is "
+         "read (polarity: over)", "§8.3 step 4, Reader limits")
+def limit_frame_raw_size_over():
+    u, t = U(0xA2), U(0xA3)
+    b = Build(hm.header(), hm.sync(0), _big_record_stream(u, MIB32 + 1))
+    b.put(u8_stream(t, "s", sid=2))
+    at = b.put(hm.data(1, zeros_then(MIB32, b"\x2a"), 1, codec=C_ZSTD, raw_size=MIB32 + 1))
+    b.put(hm.data(2, bytes([7]), 1, base=0))
+    return b.buf, {
+        "exit": 1, "truncated": False, "sessions": 1, "skipped": [], "strict": "MalformedPayloadError",
+        "streams": streams((u, "big", 0, 1), (t, "s", 1, 0)), "rejections": {u.hex(): [[at, 1]], t.hex(): []},
+        "records": u8_records(t, "s", [7]),
+    }
+
+
+@fixture("reader limit: a DATA frame whose raw_size is exactly max(32 MiB, L) is decoded (polarity: at the "
+         "limit): one 32 MiB record, its last byte 42", "§8.3 Reader limits")
+def limit_frame_raw_size_at():
+    u = U(0xA4)
+    b = Build(hm.header(), hm.sync(0), _big_record_stream(u, MIB32))
+    b.put(hm.data(1, zeros_then(MIB32 - 1, b"\x2a"), 1, codec=C_ZSTD, raw_size=MIB32))
+    return b.buf, {
+        "exit": 0, "truncated": False, "sessions": 1, "skipped": [], "strict": None,
+        "streams": streams((u, "big", 1, 0)), "rejections": {u.hex(): []},
+        "records": [rec(u, "big", 0, {"v": 42}, wall=UNDATED)],
+    }
+
+
+def index_frame(index_at, entries_by_uuid):
+    """INDEX (SPEC §9.1) written at offset `index_at`: {uuid: [(data offset, first_axis, count, run_id)]}."""
+    body = struct.pack("<I", len(entries_by_uuid))
+    for uuid, entries in entries_by_uuid.items():
+        body += uuid + struct.pack("<I", len(entries))
+        body += b"".join(struct.pack("<QqII", index_at - at, first, n, run) for at, first, n, run in entries)
+    return hm.frame(INDEX_FRAME, body)
+
+
+def _indexed_session(b, u, values, base, indexes):
+    """SYNC 0, SCHEMA, one DATA frame, `indexes` INDEX frames listing it, END pointing to the first INDEX.
+    Returns the INDEX offsets."""
+    sync_at = b.put(hm.sync(0))
+    b.put(u8_stream(u, "s"))
+    data_at = b.put(hm.data(1, bytes(values), len(values), base=base))
+    offsets = []
+    for _ in range(indexes):
+        offsets.append(len(b))
+        b.put(index_frame(len(b), {u: [(data_at, base, len(values), 0)]}))
+    end_at = len(b)
+    b.put(hm.end(end_at - offsets[0], end_at - sync_at))
+    return offsets
+
+
+@fixture("reader limit: only a writer session's first INDEX is compared with the frames: a second INDEX in "
+         "the same session, though it agrees with them, is reported and unused (not valid); not damage",
+         "§8.3 Reader limits, §9.1")
+def limit_index_second_in_session():
+    u = U(0xA5)
+    b = Build(hm.header())
+    first, second = _indexed_session(b, u, [1, 2], 0, indexes=2)
+    return b.buf, {
+        "exit": 0, "truncated": False, "sessions": 1, "skipped": [], "strict": None,
+        "streams": streams((u, "s", 2, 0)), "index": [[first, True], [second, False]], "reported": [second],
+        "records": u8_records(u, "s", [1, 2]),
+    }
+
+
+@fixture("reader limit: one INDEX per writer session in a concatenation (the second part appended without "
+         "its header): each session's INDEX is checked against its own frames and valid (polarity: one per "
+         "session)", "§8.3 Reader limits, §9.1, §6.6")
+def limit_index_one_per_session():
+    u = U(0xA6)
+    b = Build(hm.header())
+    (first,) = _indexed_session(b, u, [1, 2], 0, indexes=1)
+    (second,) = _indexed_session(b, u, [3], 100, indexes=1)
+    return b.buf, {
+        "exit": 0, "truncated": False, "sessions": 2, "skipped": [], "strict": None,
+        "streams": streams((u, "s", 3, 0)), "index": [[first, True], [second, True]],
+        "records": u8_records(u, "s", [1, 2]) + u8_records(u, "s", [3], base=100),
+    }
+
+
+def _u16_stream(u):
+    return schema_frame(1, u, "z", 16, [hm.field("v", 0, 16, UINT)], kind=TIME, mode=IMPLICIT, exp=-3, step=1)
+
+
+@fixture("reader limit: a zstd frame whose headers contradict raw_size 6 is rejected: a stated content size "
+         "of 8 over 6 bytes of raw blocks; no stated size and raw blocks bounding it to 4; a correct stated "
+         "size of 6 over blocks bounding it to 4; a correct stated size over blocks of 8 (decoding stops at "
+         "raw_size + 1); then a correct frame is read (polarity: headers disagree)",
+         "§8.2, §8.3 step 5, Reader limits")
+def limit_zstd_bound_rejected():
+    u = U(0xA7)
+    region = struct.pack("<3H", 1, 2, 3)
+    b = Build(hm.header(), hm.sync(0), _u16_stream(u))
+    at = [b.put(hm.data(1, z, 3, base=10 * i, codec=C_ZSTD, raw_size=6)) for i, z in enumerate([
+        zstd_by_hand([("raw", region)], content_size=8),
+        zstd_by_hand([("raw", region[:4])]),
+        zstd_by_hand([("raw", region[:2]), ("rle", 0, 2)], content_size=6),
+        zstd_by_hand([("raw", region), ("raw", b"\x04\x00")], content_size=6),
+    ])]
+    b.put(hm.data(1, zstd_by_hand([("raw", region)], content_size=6), 3, base=100, codec=C_ZSTD, raw_size=6))
+    return b.buf, {
+        "exit": 1, "truncated": False, "sessions": 1, "skipped": [], "strict": "MalformedPayloadError",
+        "streams": streams((u, "z", 3, 12)), "rejections": {u.hex(): [[a, 3] for a in at]},
+        "records": u8_records(u, "z", [1, 2, 3], base=100),
+    }
+
+
+@fixture("reader limit: zstd frames whose headers bound them to at least raw_size decode (polarity: headers "
+         "agree): a stated size of 6 over a raw and an RLE block of exactly 6; no stated size, an RLE and a "
+         "raw block of exactly 6; no stated size and a compressed block (bound: the 1 KiB window) with a "
+         "checksum; a single-segment frame whose window is its stated size of 32",
+         "§8.2, §8.3 step 5, Reader limits")
+def limit_zstd_bound_accepted():
+    u = U(0xA8)
+    pattern = struct.pack("<4H", 1, 2, 3, 4) * 4
+    b = Build(hm.header(), hm.sync(0), _u16_stream(u))
+    b.put(hm.data(1, zstd_by_hand([("raw", b"\x05\x00"), ("rle", 0, 4)], content_size=6), 3, base=0,
+                  codec=C_ZSTD, raw_size=6))
+    b.put(hm.data(1, zstd_by_hand([("rle", 0, 4), ("raw", b"\x09\x00")]), 3, base=10, codec=C_ZSTD, raw_size=6))
+    no_size = zstandard.ZstdCompressor(level=3, write_content_size=False, write_checksum=True).compress(pattern)
+    b.put(hm.data(1, no_size, 16, base=20, codec=C_ZSTD, raw_size=32))
+    b.put(hm.data(1, zstd(pattern), 16, base=40, codec=C_ZSTD, raw_size=32))
+    values = [1, 2, 3, 4] * 4
+    return b.buf, {
+        "exit": 0, "truncated": False, "sessions": 1, "skipped": [], "strict": None,
+        "streams": streams((u, "z", 38, 0)), "rejections": {u.hex(): []},
+        "records": (u8_records(u, "z", [5, 0, 0], base=0) + u8_records(u, "z", [0, 0, 9], base=10)
+                    + u8_records(u, "z", values, base=20) + u8_records(u, "z", values, base=40)),
+    }
+
+
+def attach_frame(name, media_type, codec, raw_size, data):
+    """ATTACH (SPEC §4.6)."""
+    return hm.frame(ATTACH, hm.s(name) + hm.s(media_type) + struct.pack("<B3xQ", codec, raw_size) + data)
+
+
+def _attached(raw_size):
+    u = U(0xA9)
+    b = Build(hm.header(), hm.sync(0), u8_stream(u, "s"))
+    at = b.put(attach_frame("big.bin", "application/octet-stream", C_ZSTD, raw_size,
+                            zeros_then(raw_size - 1, b"\x2a")))
+    b.put(hm.data(1, bytes([1, 2]), 2, base=0))
+    return b.buf, at, u
+
+
+@fixture("reader limit: an ATTACH whose raw_size is one byte over max(32 MiB, L) is listed with its data "
+         "unavailable and reported; that is not damage (polarity: over)", "§4.6, §8.3 Reader limits, §10.5")
+def limit_attach_over():
+    buf, at, u = _attached(MIB32 + 1)
+    return buf, {
+        "exit": 0, "truncated": False, "sessions": 1, "skipped": [], "strict": None,
+        "streams": streams((u, "s", 2, 0)), "reported": [at],
+        "attachments": [{"name": "big.bin", "media_type": "application/octet-stream", "raw_size": MIB32 + 1,
+                         "available": False}],
+        "records": u8_records(u, "s", [1, 2]),
+    }
+
+
+@fixture("reader limit: an ATTACH whose raw_size is exactly max(32 MiB, L) decodes, its data available "
+         "(polarity: at the limit)", "§4.6, §8.3 Reader limits")
+def limit_attach_at():
+    buf, _at, u = _attached(MIB32)
+    return buf, {
+        "exit": 0, "truncated": False, "sessions": 1, "skipped": [], "strict": None,
+        "streams": streams((u, "s", 2, 0)),
+        "attachments": [{"name": "big.bin", "media_type": "application/octet-stream", "raw_size": MIB32,
+                         "available": True}],
+        "records": u8_records(u, "s", [1, 2]),
     }
 
 
