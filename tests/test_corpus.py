@@ -32,12 +32,7 @@ NAMES = sorted(p.name[: -len(".expect.json")] for p in CORPUS.glob("*.expect.jso
 
 # (aspect, fixture) -> a known disagreement between the reader and SPEC.md (a strict
 # xfail turns a fix into a failure to remove it here).
-XFAIL = {
-    ("strict", "limit_zstd_bound_rejected"):
-        "a DATA frame rejected while decoding (SPEC §8.3 step 5: zstd headers contradict raw_size) is "
-        "reported, not raised, by a strict reader (§10.5 says MalformedPayloadError): "
-        "reader.Stream.decode_frame ignores strict",
-}
+XFAIL = {}
 
 
 def _params(aspect, names=NAMES):

@@ -155,10 +155,12 @@ class Stream:
         `out`: preallocated column slices to decode into (batch.decode_batch)."""
         start, end = fl.stored_slice
         try:
-            # a view, not a copy, of the (mmapped) stored bytes; nothing decoded keeps it
+            # a view, not a copy, of the stored bytes; nothing decoded keeps it
             stored = memoryview(self._file.buf)[start:end]
             batch = decode_batch(self.schema, fl.header, stored, fields, out)
         except (LogbError, ValueError) as exc:
+            if self._file.strict:  # SPEC §10.5: a strict reader raises for a DATA frame it rejects
+                raise MalformedPayloadError(f"DATA frame at offset {fl.offset}: {exc}") from exc
             self._drop(fl, str(exc))
             return None
         claimed = self._file._index_axes.get(fl.offset)
