@@ -408,9 +408,11 @@ class Writer:
                                      _src=e.offset if from_file and not changed else None)
                 self._raw = st
             elif e.kind in (_KIND_MESSAGE, _KIND_BRANCH):
-                if e.record_size < 4 + e.payload_len:
-                    raise ValueError("entry %d: record_size %d < 4 + %d" % (e.index, e.record_size, e.payload_len))
-                st = self.add_stream(e.schema, e.record_size, "<I%ds" % e.payload_len, codec=codec,
+                if e.record_size != 5 + e.payload_len:  # t, the payload, missing (SPEC §13.2)
+                    raise ValueError("entry %d: record_size %d for a %d-byte message, not 5 + %d (a config "
+                                     "compiled before `missing`? compile it again)"
+                                     % (e.index, e.record_size, e.payload_len, e.payload_len))
+                st = self.add_stream(e.schema, e.record_size, "<I%dsB" % e.payload_len, codec=codec,
                                      _kind=e.kind, _plen=e.payload_len, _select=e.select, _sid=sid,
                                      _src=e.offset if from_file else None, _excl=e.exclusive())
             else:
@@ -470,9 +472,10 @@ class Writer:
             st = self._route(can_id | _EXT_KEY if flags & _FLAG_EXTENDED else can_id, data)
             if st is None:  # no config loaded: nowhere to put CAN frames
                 return
-        # then: None, st is a per-message stream (the record is the payload); else st is the
+        # then: None, st is a per-message stream (the record is the payload, `missing`); else st is the
         # raw bus stream and then is the stream to fill next, or True (none)
         then = None
+        miss = 0  # a per-message record's `missing`: payload bytes the frame lacks (SPEC §13.2)
         # lossless only for a classic data frame (no flag but extended) of the exact
         # stream's length and DLC; st.plen is -1 for every stream that is not exact
         if flags & _LOSSY or st.plen != len(data) or (dlc >= 0 and dlc != st.plen):
@@ -484,9 +487,13 @@ class Writer:
                 return
             # a data frame matching a stream that is not exact (PGN match, branch) or
             # mirror routing: its per-message stream gets the first payload_len data
-            # bytes, zero-padded (docs/SPEC.md §13.4, §13.7); an exact stream's lossy
-            # frames stay in the raw bus stream alone
-            then = st if st.plen < 0 and st is not raw and not flags & _NO_DATA else True
+            # bytes, zero-padded, and how many it lacks (docs/SPEC.md §13.2, §13.4, §13.7);
+            # an exact stream's lossy frames stay in the raw bus stream alone
+            then = True
+            if st.plen < 0 and st is not raw and not flags & _NO_DATA:
+                then = st
+                if len(data) < st.payload:
+                    miss = st.payload - len(data)
             st = raw
             if dlc < 0:
                 dlc = _LEN_TO_DLC[len(data)]
@@ -513,7 +520,7 @@ class Writer:
             if then:
                 pack_into(st.fmt, st.buf, off, dt, can_id, flags, dlc, data)
             else:  # one pack_into per frame
-                pack_into(st.fmt, st.buf, off, dt, data)
+                pack_into(st.fmt, st.buf, off, dt, data, miss)
             off += st.size
             st.off = off
             if off >= st.end:
