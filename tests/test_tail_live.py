@@ -27,19 +27,27 @@ pytestmark = pytest.mark.single_backend
 
 
 def tail(port, *args, duration):
+    # Ctrl-C must reach it even when this test runs with SIGINT ignored (a background job of a
+    # non-interactive shell, as in CI): Python installs its handler only over the default action.
     return subprocess.Popen([sys.executable, "-m", "logb.cli.main", "tail", "--json", "--port", str(port),
                              "--duration", str(duration), *map(str, args)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
 class Watch:
-    """The JSON lines of a running `logb tail --json`, read as they come, so a
-    test waits on what tail has shown rather than on the clock."""
+    """The JSON lines of a running `logb tail --json` (and its stderr), read as
+    they come, so a test waits on what tail has shown rather than on the clock."""
+
+    STOP_S = 120  # Ctrl-C to exit: tail says BYE, which the logger answers once its TAIL stream ends
 
     def __init__(self, p):
-        self.p, self.lines = p, []
-        self._t = threading.Thread(target=lambda: self.lines.extend(json.loads(x) for x in p.stdout), daemon=True)
-        self._t.start()
+        self.p, self.lines, self.err = p, [], []
+        self._threads = [threading.Thread(target=lambda: self.lines.extend(json.loads(x) for x in p.stdout),
+                                          daemon=True),
+                         threading.Thread(target=lambda: self.err.extend(p.stderr), daemon=True)]
+        for t in self._threads:
+            t.start()
 
     def wait(self, done, timeout=60):
         """True once done(lines) holds; False when tail exits or the timeout passes first."""
@@ -49,10 +57,15 @@ class Watch:
     def stop(self):
         """Ctrl-C, as a user would: (exit status, lines, stderr)."""
         self.p.send_signal(signal.SIGINT)
-        err = self.p.stderr.read()
-        self.p.wait(20)
-        self._t.join(5)
-        return self.p.returncode, self.lines, err
+        try:
+            self.p.wait(self.STOP_S)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            self.p.wait()
+            raise AssertionError(f"tail did not stop within {self.STOP_S} s of Ctrl-C:\n{''.join(self.err)}") from None
+        for t in self._threads:
+            t.join(30)
+        return self.p.returncode, self.lines, "".join(self.err)
 
 
 def records_shown(lines):

@@ -62,7 +62,10 @@ def raw_sender(fd, path, chunk):
     mv = memoryview(data)
     for i in range(0, len(data), chunk):
         os.write(fd, mv[i:i + chunk])
-    time.sleep(30)
+    try:  # hold the port open until the host is done: it hangs up, or stops this process
+        os.read(fd, 1)
+    except OSError:
+        pass
 
 
 def main(argv=None):
