@@ -163,7 +163,7 @@ def test_every_writing_command_writes_through_a_temporary_it_renames(tmp_path, r
     seen = []
     replace = os.replace
 
-    def watching(src, dst):  # the target appears only by this rename, from a sibling temporary
+    def watching(src, dst):  # the target appears only by this rename, from a temporary beside it
         seen.append((src, dst, os.path.exists(dst)))
         return replace(src, dst)
 
@@ -175,7 +175,9 @@ def test_every_writing_command_writes_through_a_temporary_it_renames(tmp_path, r
         assert main([str(out) if a == "OUT" else a for a in argv]) in (0, 1), argv
         capsys.readouterr()
         ((src, dst, existed),) = seen
-        assert dst == str(out) and os.path.dirname(src) == str(tmp_path) and not existed
+        # the temporary has the target's own name (a TRC header names its file) in a private folder beside it
+        assert dst == str(out) and os.path.basename(src) == out.name and not existed
+        assert os.path.dirname(os.path.dirname(src)) == str(tmp_path)
         assert _listing(tmp_path) == sorted(before + [out.name]) and out.stat().st_size > 0, argv
 
 
@@ -216,7 +218,8 @@ def test_output_helper_is_atomic_and_cleans_up(tmp_path):
     target.chmod(0o640)
     with pytest.raises(KeyboardInterrupt):
         with common.output(str(target)) as tmp:
-            assert tmp.endswith(".csv") and os.path.dirname(tmp) == str(tmp_path)  # writers go by the extension
+            # writers go by the extension, some write the name into the file: both are the target's
+            assert os.path.basename(tmp) == "t.csv" and os.path.dirname(os.path.dirname(tmp)) == str(tmp_path)
             open(tmp, "w").write("half")
             raise KeyboardInterrupt
     assert target.read_text() == "old" and _listing(tmp_path) == ["t.csv"]
@@ -323,3 +326,11 @@ def test_an_error_is_not_masked_by_closing_the_mapped_input(recording, tmp_path,
     out = tmp_path / "out.csv"
     assert main(["export", str(recording), "--stream", "sensor", "-o", str(out)]) == 64
     assert "stopped with" in one_line_error(capsys, "export") and not out.exists()
+
+
+def test_a_trc_export_names_its_own_file_not_the_temporary(tmp_path, capsys):
+    _trace, _dbc, rec = _can_inputs(tmp_path)
+    out = tmp_path / "bus.trc"
+    assert main(["export", str(rec), "-o", str(out)]) == 0
+    header = [line for line in out.read_text().splitlines() if line.startswith(";")]
+    assert ";   bus.trc" in header and not any(".tmp-" in line for line in header)

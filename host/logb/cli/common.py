@@ -9,6 +9,7 @@ status")."""
 import json
 import math
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -117,24 +118,25 @@ def output(path, inputs=()):
         raise UsageError(f"{path}: is a directory")
     if not os.path.isdir(folder):
         raise UsageError(f"{path}: no such directory {os.path.dirname(path)}")
-    stem, ext = os.path.splitext(name)
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{stem}.tmp-", suffix=ext, dir=folder)
+        # A private folder beside the target holds the file under the target's own
+        # name: writers that go by the extension, or write the name into the file
+        # (a TRC header), see the real one, and the rename stays in one filesystem.
+        scratch = tempfile.mkdtemp(prefix=f".{name}.tmp-", dir=folder)
     except OSError as exc:  # e.g. a folder not writable: name the output, not the temporary
         raise OSError(exc.errno, exc.strerror, path) from None
+    tmp = os.path.join(scratch, name)
     try:
-        os.chmod(fd, _new_file_mode(target))
         yield tmp
-        os.fsync(fd)  # the data is on disk before the name points at it
-        os.replace(tmp, target)
-    except BaseException:
+        os.chmod(tmp, _new_file_mode(target))
+        fd = os.open(tmp, os.O_RDONLY)
         try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+            os.fsync(fd)  # the data is on disk before the name points at it
+        finally:
+            os.close(fd)
+        os.replace(tmp, target)
     finally:
-        os.close(fd)
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _new_file_mode(target):

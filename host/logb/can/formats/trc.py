@@ -4,6 +4,7 @@ Stamps are µs ticks; a start date makes the trace dated. Buses are 0-based here
 as in every other format (TRC counts them from 1)."""
 
 import datetime
+import os
 
 from .. import layout
 from .pycan import EPOCH_MIN_S, Collector, channel_int, messages, resolution_warning, start_for, ticks
@@ -68,6 +69,9 @@ def write(trace, out):
             self.log_event(self._format_message(msg, channel), msg.timestamp)
 
     w = Writer(str(out))
+    # The header names the file: its own name, not the folder it was written in
+    # (the CLI writes through a private temporary folder; a path would go stale anyway).
+    w.filepath = os.path.basename(str(out))
     try:
         w.first_timestamp = 0.0
         w.write_header(start_s if trace.dated else 0.0)
