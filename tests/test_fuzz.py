@@ -36,8 +36,6 @@ OPEN = {
         "a SCHEMA of 26,206 fields, no DATA: Stream.columns() is quadratic in the fields (> 5 s CPU)",
     "cpu-dump-json-killed-by-rlimit-cpu-sigxcpu-196d334c":
         "170 bytes: one DATA frame of 2^20 - 1 zero-size records; dump --json takes > 5 s CPU",
-    "cpu-indexed-open-killed-by-rlimit-cpu-sigxcpu-1d0f626d":
-        "240 KB: a sealed file whose INDEX holds ~10,000 entries; IndexedFile() takes > 5 s CPU (python backend)",
     "rss-attachment-peak-rss-353-mb-limit-256-mb-49535482":
         "1,141 bytes: an ATTACH whose codec stream inflates past raw_size (a bomb); Attachment.data() peaks at 353 MB",
 }
