@@ -212,11 +212,20 @@ class Schema:
         """The tail's fields, in declaration order (computed once: hot in decoding)."""
         return tuple(f for f in self.fields if f.variable)
 
-    def field_named(self, name):
+    @cached_property
+    def _by_name(self):
+        # the first field of a name wins; a valid schema has no duplicates (computed once:
+        # a lookup per field must not make a wide schema quadratic)
+        by_name = {}
         for f in self.fields:
-            if f.name == name:
-                return f
-        raise KeyError(name)
+            by_name.setdefault(f.name, f)
+        return by_name
+
+    def field_named(self, name):
+        try:
+            return self._by_name[name]
+        except KeyError:
+            raise KeyError(name) from None
 
     def encode(self):
         b = Builder()
