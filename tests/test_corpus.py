@@ -143,7 +143,7 @@ def test_info_exit_status(name):
     assert code == _expect(name)["exit"]
 
 
-# A fixture of 2^20 records (a reader limit's edge) takes ~10 CPU-s to dump: test_info counts them.
+# A fixture of 2^16 records (a reader limit's edge) is counted by test_info, not listed record by record.
 DUMPED = [n for n in NAMES if _expect(n).get("dump", True)]
 
 

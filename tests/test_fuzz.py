@@ -32,8 +32,6 @@ pytestmark = pytest.mark.single_backend  # target.check runs both backends itsel
 FINDINGS = ROOT / "corpus" / "fuzz"
 # corpus/fuzz/<name>.logb -> what it does, while the reader still does it
 OPEN = {
-    "cpu-dump-json-killed-by-rlimit-cpu-sigxcpu-196d334c":
-        "170 bytes: one DATA frame of 2^20 - 1 zero-size records; dump --json takes > 5 s CPU",
     "rss-attachment-peak-rss-353-mb-limit-256-mb-49535482":
         "1,141 bytes: an ATTACH of 32 MiB (within the limit) read after every other step: the worker peaks at "
         "330-353 MB, while a fresh process reading it peaks at 65 MB — what the earlier steps leave resident, "

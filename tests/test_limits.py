@@ -165,13 +165,14 @@ def test_a_zstd_bomb_stops_at_raw_size_plus_one():
 
 def test_zero_size_records_have_one_budget_per_file(tmp_path, logb_backend):
     empty = hm.schema(UA, "z", 0, [], step=1)
-    frames = b"".join(hm.data(1, b"", 1 << 20, base=k << 20) for k in range(100))
+    n = limits.ZERO_SIZE_RECORDS_MIN
+    frames = b"".join(hm.data(1, b"", n, base=k * n) for k in range(100))
     data = hm.header() + stream(empty) + frames
     assert len(data) < 5000
     read_all(tmp_path, data, logb_backend)
     s = logb.LogbFile(data).stream("z")
     assert s.records == limits.ZERO_SIZE_RECORDS_MIN  # the first frame; the other 99 rejected
-    assert s.rejected == 99 << 20 and "zero-size records" in s.rejections[0][2]
+    assert s.rejected == 99 * n and "zero-size records" in s.rejections[0][2]
 
 
 def _cpu(build, n):

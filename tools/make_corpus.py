@@ -1484,7 +1484,7 @@ def embedded_header_v1():
 
 ATTACH, INDEX_FRAME = 0x12, 0x30
 MIB32 = 32 << 20  # one frame's raw_size limit for an input under 32 MiB: max(32 MiB, L)
-ZERO_SIZE_BUDGET = 1 << 20  # zero-size records of one input under 1 MiB: max(2^20, L)
+ZERO_SIZE_BUDGET = 1 << 16  # zero-size records of one input under 64 KiB: max(2^16, L)
 ZSTD_BLOCK = 1 << 17  # Block_Maximum_Size with a 128 KiB window (RFC 8878 §3.1.1.2)
 
 
@@ -1518,7 +1518,7 @@ def zero_size_stream(uuid, name):
 
 
 @fixture("reader limit: one zero-size-record budget per input, shared by every frame: DATA frames of 2 and "
-         "2^20 - 1 zero-size records (each alone under max(2^20, L)) total more than it, so the second is "
+         "2^16 - 1 zero-size records (each alone under max(2^16, L)) total more than it, so the second is "
          "rejected; a rejected frame charges nothing, so a third of 1 record still fits (polarity: over)",
          "§8.3 Reader limits")
 def limit_zero_size_shared_over():
@@ -1535,8 +1535,8 @@ def limit_zero_size_shared_over():
     }
 
 
-@fixture("reader limit: the same budget's edge: DATA frames of 1 and 2^20 - 1 zero-size records total exactly "
-         "max(2^20, L), which is within it: all are returned (polarity: within; 2^20 records, so the test "
+@fixture("reader limit: the same budget's edge: DATA frames of 1 and 2^16 - 1 zero-size records total exactly "
+         "max(2^16, L), which is within it: all are returned (polarity: within; 2^16 records, so the test "
          "counts them with `info` rather than dumping them)", "§8.3 Reader limits")
 def limit_zero_size_shared_within():
     u = U(0xA1)

@@ -22,7 +22,7 @@ FILE_DECODE_MIN = 1 << 30
 FILE_DECODE_RATIO = 64
 # Records of zero bytes (no fixed bits, no variable-length field) in one input:
 # stored for free, they cost 8 bytes of axis each when decoded.
-ZERO_SIZE_RECORDS_MIN = 1 << 20
+ZERO_SIZE_RECORDS_MIN = 1 << 16  # they carry nothing: a dump of them must stay cheap
 
 # A column item that is a Python object (text, variable-length bytes): the pointer and the object.
 _OBJECT_COST = 64
