@@ -119,7 +119,13 @@ def main(argv=None):
     try:
         print(f"logger: {what}\n        recording {TRACE.name} at {SPEED:g}x real time through "
               f"{DBC.name}'s config; its USB serial port is {port}")
-        time.sleep(3.0)
+        # tail shows the recording's last segment: let the board write a few seconds' worth first
+        recording = sd / "rec-0001.logb"
+        deadline = time.monotonic() + 60
+        while not (recording.exists() and recording.stat().st_size > 64 << 10):
+            if time.monotonic() > deadline:
+                raise SystemExit("demo: the board has not recorded 64 KiB within 60 s")
+            time.sleep(0.1)
         watch = ["NEW_MSG_11C", "ABS_6", "EPS_3", "coolant"]
         step(f"logb tail --port {port} --dbc {DBC.name} --messages {' '.join(watch)} --count 12")
         logb_main(["tail", "--port", port, "--dbc", str(DBC), "--messages", *watch, "--count", "12"])

@@ -161,14 +161,19 @@ class Client:
         `crc` is then the device's CRC of the stream so far), TICKs, and the
         END, once its count and CRC match what came. Raises Garbled on any
         damage (the caller asks again), DeviceError for any other ERR, and
-        Stalled after `timeout` seconds without a message."""
+        Stalled after `timeout` seconds without a message of this stream."""
+        wait = self.timeout if timeout is None else timeout
         run = count = 0
+        deadline = time.monotonic() + wait
         while True:
-            m = self.recv(timeout)
+            # Only this stream's messages keep it alive: another stream still running
+            # (a TAIL that a BYE queues behind) must not hold off the timeout forever.
+            m = self.recv(max(0.0, deadline - time.monotonic()))
             if m is None:
-                raise Stalled(f"no data for {self.timeout if timeout is None else timeout:.0f} s")
+                raise Stalled(f"no data for {wait:.0f} s")
             if m.tag != tag:
                 continue  # an answer to an earlier request
+            deadline = time.monotonic() + wait
             if m.type == P.R_DATA:
                 run = crc32c(m.payload, run)
                 if run != m.crc:
