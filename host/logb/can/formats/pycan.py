@@ -37,6 +37,12 @@ def length_dlc_code(msg):
     return d if msg.is_remote_frame else layout.len_to_dlc(d)
 
 
+
+# python-can Message attribute -> Logb CAN flag (layout.FLAG_*); `tx` is `not is_rx`
+_MESSAGE_FLAGS = (("is_extended_id", FLAG_EXTENDED), ("is_remote_frame", FLAG_REMOTE),
+                  ("is_error_frame", FLAG_ERROR), ("is_fd", FLAG_FD), ("bitrate_switch", FLAG_BRS),
+                  ("error_state_indicator", FLAG_ESI))
+
 class Collector:
     """Gathers python-can Messages per bus into Bus columns."""
 
@@ -48,21 +54,10 @@ class Collector:
         r = self.rows.get(name)
         if r is None:
             r = self.rows[name] = ([], [], [], [], [], [False])
-        flags = extra_flags
-        if msg.is_extended_id:
-            flags |= FLAG_EXTENDED
-        if msg.is_remote_frame:
-            flags |= FLAG_REMOTE
-        if msg.is_error_frame:
-            flags |= FLAG_ERROR
-        if msg.is_fd:
-            flags |= FLAG_FD
-        if msg.bitrate_switch:
-            flags |= FLAG_BRS
-        if msg.error_state_indicator:
-            flags |= FLAG_ESI
-        if not msg.is_rx:
-            flags |= FLAG_TX
+        flags = extra_flags | (0 if msg.is_rx else FLAG_TX)
+        for attr, flag in _MESSAGE_FLAGS:
+            if getattr(msg, attr):
+                flags |= flag
         data = bytes(msg.data or b"")[:layout.FD_PAYLOAD]
         if msg.is_remote_frame:
             data = b""
