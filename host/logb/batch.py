@@ -108,14 +108,14 @@ def axis_column(schema, header, fixed, out=None, axis_raw=None):
         u = out.view(np.uint64)
         if mode == AxisMode.implicit:
             step = schema.axis_step
-            _check_range(base, base + (n - 1) * step if n else base)
+            check_range(base, base + (n - 1) * step if n else base)
             np.multiply(np.arange(n, dtype=np.uint64), np.uint64(step % (1 << 64)), out=u)
             np.add(u, np.uint64(base % (1 << 64)), out=u)
             return out
         raw = axis_raw if axis_raw is not None else fields.extract(fixed, schema.fields[schema.axis_field])
         if n:
             lo, hi = int(raw.min()), int(raw.max())
-            _check_range(base + lo * schema.axis_scale, base + hi * schema.axis_scale)
+            check_range(base + lo * schema.axis_scale, base + hi * schema.axis_scale)
         np.multiply(raw.view(np.uint64), np.uint64(schema.axis_scale % (1 << 64)), out=u)
         np.add(u, np.uint64(base % (1 << 64)), out=u)
         return out
@@ -134,7 +134,7 @@ def axis_column(schema, header, fixed, out=None, axis_raw=None):
     return out
 
 
-def _check_range(*values):
+def check_range(*values):
     for v in values:
         if not I64_MIN <= v <= I64_MAX:
             raise InvalidDataError(f"time axis value {v} overflows i64 ticks")

@@ -12,7 +12,7 @@ import uuid as uuidlib
 import numpy as np
 
 from . import codecs, fields, limits
-from .batch import _check_range as check_range, axis_column
+from .batch import axis_column, check_range
 from .errors import EncodeError, InvalidDataError
 from .framing import encode_file_header
 from .frames import Attach, Data, DataHeader, End, Index, IndexEntry, Meta, Run, SchemaFrame, Sync, pack_axis
