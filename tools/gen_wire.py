@@ -66,7 +66,11 @@ def consumers():
          "logb.can.layout.len_to_dlc(0..64)"),
         ("LOST_CONTROLLER", tables.LOST_CONTROLLER.encode(), "logb.tables.LOST_CONTROLLER"),
         ("LOST_BUFFER", tables.LOST_BUFFER.encode(), "logb.tables.LOST_BUFFER"),
-    ] + kinds + routings
+        ("LOST_INVALID", tables.LOST_INVALID.encode(), "logb.tables.LOST_INVALID"),
+        ("FLAG_FD", layout.FLAG_FD, "logb.can.layout.FLAG_FD"),
+        ("DLC_LEN", bytes(layout.DLC_LENGTHS), "logb.can.layout.DLC_LENGTHS"),
+    ] + [_meta_key(k) for k in ("logb.anchor.axis_ns", "logb.anchor.wall_ns", "logb.anchor.source",
+                                "logb.anchor.uncertainty_ns")] + kinds + routings
     config = [
         ("LBCF_MAGIC", lbcf.MAGIC, "logb.can.config.MAGIC"),
         ("LBCF_VERSION", lbcf.VERSION, "logb.can.config.VERSION"),
@@ -82,6 +86,15 @@ def consumers():
     link += [(name, getattr(protocol, name), "logb.serial.protocol." + name) for name in LINK_NAMES]
     poly = [("POLY", crc.POLY, "logb.crc.POLY")]
     return {"writer.py": writer, "config.py": config, "link.py": link, "crc.py": poly, "crc_viper.py": poly}
+
+
+def _meta_key(key):
+    """(NAME, key bytes, source) of a reserved META key, which must be in the host's table."""
+    from logb import tables
+
+    if key not in tables.META_KEYS:
+        raise SystemExit("%s is not in logb.tables.META_KEYS" % key)
+    return (key[len("logb."):].replace(".", "_").upper(), key.encode(), "logb.tables.META_KEYS")
 
 
 def _logb_str(text):

@@ -48,19 +48,64 @@ else:
                                                 for v in values])
 
 
-def range_writer(sink):
+def range_writer(sink, scratch=0):
     """A function (buf, off, n) writing buf[off:off + n] to `sink`: the sink's own
     write when it takes that range (MicroPython streams, BlockSink, link.Recorder:
-    nothing copied, nothing allocated), else write() of a memoryview slice."""
+    nothing copied, nothing allocated). A sink whose write() takes one buffer
+    (a UART, a user class, a CPython file) gets a memoryview slice, which costs
+    an allocation per call on MicroPython; with `scratch` (bytes, a power of two)
+    on MicroPython it gets Pieces instead: copies, but allocates nothing."""
     write = sink.write
     try:
         write(b"", 0, 0)
         return write
-    except TypeError:  # a CPython file: write(data) only
+    except TypeError:
+        if MICROPYTHON and scratch:
+            return Pieces(write, scratch)
+
         def write_slice(buf, off, n):
             return write(memoryview(buf)[off:off + n])
 
         return write_slice
+
+
+class Pieces:
+    """write(buf, off, n) for a sink whose write() takes one buffer, without
+    allocating: buf[off:off + n] goes out in power-of-two pieces, each copied
+    into its own region [k, 2k) of a scratch buffer whose views are made once
+    (a view per range would be an allocation per write). The copy is a Python
+    loop: fine for the partial pages of durability flushes, slow for bulk."""
+
+    def __init__(self, write, size):
+        self.write = write
+        self.scratch = bytearray(size)
+        mv = memoryview(self.scratch)
+        sizes = []
+        k = size // 2
+        while k:
+            sizes.append(k)
+            k //= 2
+        self.sizes = tuple(sizes)  # largest first
+        self.views = tuple(mv[k:2 * k] for k in sizes)
+
+    def __call__(self, buf, off, n):
+        if off == 0 and n == len(buf):
+            self.write(buf)
+            return n
+        dst = self.scratch
+        done = n
+        i = 0
+        while n:
+            k = self.sizes[i]
+            if k > n:
+                i += 1
+                continue
+            for j in range(k):
+                dst[k + j] = buf[off + j]
+            self.write(self.views[i])
+            off += k
+            n -= k
+        return done
 
 
 if MICROPYTHON:

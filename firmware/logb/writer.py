@@ -57,6 +57,13 @@ _LEN_TO_DLC = const(  # logb.can.layout.len_to_dlc(0..64)
     b"\x0f")
 _LOST_CONTROLLER = const(b"logb.lost.controller")  # logb.tables.LOST_CONTROLLER
 _LOST_BUFFER = const(b"logb.lost.buffer")  # logb.tables.LOST_BUFFER
+_LOST_INVALID = const(b"logb.lost.invalid")  # logb.tables.LOST_INVALID
+_FLAG_FD = const(0x08)  # logb.can.layout.FLAG_FD
+_DLC_LEN = const(b"\x00\x01\x02\x03\x04\x05\x06\x07\x08\x0c\x10\x14\x18\x200\x40")  # logb.can.layout.DLC_LENGTHS
+_ANCHOR_AXIS_NS = const(b"logb.anchor.axis_ns")  # logb.tables.META_KEYS
+_ANCHOR_WALL_NS = const(b"logb.anchor.wall_ns")  # logb.tables.META_KEYS
+_ANCHOR_SOURCE = const(b"logb.anchor.source")  # logb.tables.META_KEYS
+_ANCHOR_UNCERTAINTY_NS = const(b"logb.anchor.uncertainty_ns")  # logb.tables.META_KEYS
 _KIND_RAW = const(0)  # logb.can.dbc.KIND_RAW
 _KIND_MESSAGE = const(1)  # logb.can.dbc.KIND_MESSAGE
 _KIND_BRANCH = const(2)  # logb.can.dbc.KIND_MUX
@@ -65,11 +72,30 @@ _EXCLUSIVE = const("exclusive")  # logb.can.layout.EXCLUSIVE
 # end of wire constants
 
 _HDR = const(_FRAME_HEADER_SIZE + _DATA_HEADER_SIZE)  # records start here
-_LOSSY = const(0xFF ^ _FLAG_EXTENDED)  # any flag but extended: the frame is not a plain data frame
+_LOSSY = const(~_FLAG_EXTENDED)  # any flag but extended (or a bit no flag has): not a plain data frame
 _NO_DATA = const(_FLAG_REMOTE | _FLAG_ERROR)
+_ID_FLAGS = const(_FLAG_EXTENDED | _FLAG_ERROR)  # the flags under which an id may exceed 11 bits
+# counters of Stream._lost, each a (low 24 bits, high bits) pair so no count makes an int >= 2**30
+_C_CONTROLLER = const(0)
+_C_BUFFER = const(2)
+_C_INVALID = const(4)
 _EXT_KEY = const(0x20000000)  # extended ids: key = id | 1 << 29 (a small int)
 _KIND_SENSOR = const(-1)
 _PM1 = TICKS_PERIOD_M1  # TICKS_PERIOD - 1: a small int on every port
+
+
+def _muls(p):
+    """Factors of p (a power of two) of at most 1024: multiplying base-1000 limbs by
+    them keeps every step a small int (p itself is 2**30, not one, on 32-bit ports)."""
+    out = []
+    while p > 1:
+        m = 1024 if p >= 1024 else p
+        out.append(m)
+        p //= m
+    return tuple(out)
+
+
+_PERIOD_MULS = _muls(TICKS_PERIOD)
 
 DUR_FRAME = "frame"
 DUR_SEGMENT = "segment"
@@ -102,23 +128,115 @@ def frame_bytes(ftype, sid, payload):
     return b
 
 
-def _dec(buf, off, v):
-    """Write `v` as a Logb string of decimal digits at buf[off]; returns the end."""
-    n = 1
-    x = v
-    while x >= 10:
-        x //= 10
-        n += 1
-    pack_into("<I", buf, off, n)
-    end = off + 4 + n
-    i = end
+# Decimal text of numbers that do not fit a small int (wall and axis ns, loss counts
+# past 2**30) without making one: the number is kept as base-1000 limbs in a list,
+# least significant first, built from small ints by _lset, _lmul and _ladd.
+def _lset(L, v):
+    """L = v (>= 0); returns the limb count."""
+    n = 0
     while True:
-        i -= 1
-        buf[i] = 48 + v % 10
-        v //= 10
+        L[n] = v % 1000
+        v //= 1000
+        n += 1
         if not v:
-            break
+            return n
+
+
+def _lmul(L, n, m):
+    """L *= m (1 <= m <= 2**17, so limb * m + carry stays below 2**30)."""
+    c = 0
+    for i in range(n):
+        c += L[i] * m
+        L[i] = c % 1000
+        c //= 1000
+    while c:
+        L[n] = c % 1000
+        c //= 1000
+        n += 1
+    return n
+
+
+def _ladd(L, n, v):
+    """L += v (0 <= v < 2**30), a limb at a time so no sum reaches 2**30."""
+    i = 0
+    c = 0
+    while v or c:
+        if i == n:
+            L[n] = 0
+            n += 1
+        c += L[i] + v % 1000
+        v //= 1000
+        L[i] = c % 1000
+        c //= 1000
+        i += 1
+    return n
+
+
+def _lstr(buf, off, L, n):
+    """Write L as a Logb string of decimal digits at buf[off]; returns the end."""
+    top = L[n - 1]
+    d = 3 if top >= 100 else 2 if top >= 10 else 1
+    k = d + 3 * (n - 1)
+    pack_into("<I", buf, off, k)
+    end = off + 4 + k
+    p = end
+    for i in range(n - 1):
+        v = L[i]
+        buf[p - 1] = 48 + v % 10
+        buf[p - 2] = 48 + v // 10 % 10
+        buf[p - 3] = 48 + v // 100
+        p -= 3
+    while d:
+        p -= 1
+        buf[p] = 48 + top % 10
+        top //= 10
+        d -= 1
     return end
+
+
+def _lsplit(L, c, i):
+    """L = the counter c[i] (low 24 bits) + c[i + 1] (high bits) * 2**24; returns the limb count."""
+    n = _lset(L, c[i + 1])
+    n = _lmul(L, n, 4096)
+    n = _lmul(L, n, 4096)
+    return _ladd(L, n, c[i])
+
+
+def _key(buf, off, k):
+    """Write bytes k as a Logb string at buf[off]; returns the end."""
+    n = len(k)
+    pack_into("<I", buf, off, n)
+    buf[off + 4:off + 4 + n] = k
+    return off + 4 + n
+
+
+def civil_days(year, month, day):
+    """Days since 1970-01-01 of a proleptic Gregorian date (year >= 0), for
+    Writer.anchor_utc; small ints only (H. Hinnant's days_from_civil)."""
+    if month <= 2:
+        year -= 1
+    era = year // 400
+    yoe = year - era * 400
+    doy = (153 * (month + (-3 if month > 2 else 9)) + 2) // 5 + day - 1
+    return era * 146097 + yoe * 365 + yoe // 4 - yoe // 100 + doy - 719468
+
+
+def _nvalues(fmt):
+    """How many values a struct format packs ("<hH" 2, "<3h" 3, "<4s" 1, "<2x" 0)."""
+    n = 0
+    rep = 0
+    for ch in fmt:
+        if "0" <= ch <= "9":
+            rep = rep * 10 + ord(ch) - 48
+        elif ch in "<>!=@":
+            continue
+        else:
+            if ch == "s":
+                n += 1
+            elif ch != "x":
+                n += rep or 1
+            rep = 0
+    return n
 
 
 class Stream:
@@ -132,7 +250,8 @@ class Stream:
 
     `pend` reserves the next record (writing `t`) and returns where its
     payload starts in `s.buf`; `finish` commits it. A pend without a finish
-    is simply overwritten by the next pend.
+    is simply overwritten by the next pend. `append(t, a, b, ...)` does both
+    for up to 8 values, also without allocating.
     """
 
     def __init__(self, w, sid, name, schema, size, cap, fmt, kind, plen, select, codec, src=None, excl=False):
@@ -154,6 +273,7 @@ class Stream:
         self.t0 = 0  # ticks of the frame's axis_base (its first record)
         self.e0 = 0  # wraps of the ticks counter at t0
         self.fmt = fmt
+        self.nv = _nvalues(fmt) if fmt and kind == _KIND_SENSOR else -1  # values Stream.append packs
         self.kind = kind
         # payload length a frame must have to go here alone, the fast path (SPEC §13.4
         # exclusive routing); -1: never (the raw bus stream; PGN-matched and branch
@@ -162,8 +282,7 @@ class Stream:
         self.payload = plen
         self.select = select
         self.codec = codec
-        self.lost_controller = 0
-        self.lost_buffer = 0
+        self._lost = [0] * 6  # controller, buffer, invalid: (low 24 bits, high bits) each
         self.records = 0
         self.frames = 0
 
@@ -193,16 +312,65 @@ class Stream:
         if off >= self.end:
             self.w._emit(self)
 
-    def append(self, t, *values):
-        """Convenience for sensor streams declared with a struct format (allocates
-        the argument tuple; use pend/finish on hot paths)."""
-        pack_into(self.fmt, self.buf, self.pend(t), *values)
+    def append(self, t, a=0, b=0, c=0, d=0, e=0, f=0, g=0, h=0):
+        """One record of a stream declared with a struct format of at most 8
+        values (add_sensor); allocates nothing (a *values form would allocate
+        its tuple). More values: pend/finish."""
+        n = self.nv
+        if n < 0 or n > 8:
+            raise ValueError("append: the stream packs %d values; use pend/finish" % n)
+        off = self.pend(t)
+        fmt = self.fmt
+        buf = self.buf
+        if n == 1:
+            pack_into(fmt, buf, off, a)
+        elif n == 2:
+            pack_into(fmt, buf, off, a, b)
+        elif n == 3:
+            pack_into(fmt, buf, off, a, b, c)
+        elif n == 4:
+            pack_into(fmt, buf, off, a, b, c, d)
+        elif n == 5:
+            pack_into(fmt, buf, off, a, b, c, d, e)
+        elif n == 6:
+            pack_into(fmt, buf, off, a, b, c, d, e, f)
+        elif n == 7:
+            pack_into(fmt, buf, off, a, b, c, d, e, f, g)
+        elif n == 8:
+            pack_into(fmt, buf, off, a, b, c, d, e, f, g, h)
         self.finish()
 
     def lost(self, controller=0, buffer=0):
-        """Count frames dropped before they reached the writer (G13)."""
-        self.lost_controller += controller
-        self.lost_buffer += buffer
+        """Count frames dropped before they reached the writer (G13). Allocates
+        nothing, whatever the totals, for counts below 2**29 a call."""
+        if controller < 0 or buffer < 0:
+            raise ValueError("loss counts are >= 0")
+        if controller:
+            self._count(_C_CONTROLLER, controller)
+        if buffer:
+            self._count(_C_BUFFER, buffer)
+
+    def _count(self, i, n):
+        c = self._lost
+        lo = c[i] + n
+        if lo >= 0x1000000:
+            c[i + 1] += lo >> 24
+            lo &= 0xFFFFFF
+        c[i] = lo
+
+    # the totals as ints (>= 2**30 is a heap object on a 32-bit port: not for the steady state)
+    @property
+    def lost_controller(self):
+        return self._lost[1] * 0x1000000 + self._lost[0]
+
+    @property
+    def lost_buffer(self):
+        return self._lost[3] * 0x1000000 + self._lost[2]
+
+    @property
+    def lost_invalid(self):
+        """CAN frames outside the writer's contract (Writer.append_can), counted on the raw bus stream."""
+        return self._lost[5] * 0x1000000 + self._lost[4]
 
 
 class Writer:
@@ -240,7 +408,7 @@ class Writer:
         if not 0 < flush_ms * 1000 < (1 << 28):
             raise ValueError("flush_ms out of range")
         self._sink = sink
-        self._write_range = range_writer(sink)
+        self._write_range = range_writer(sink, page)
         self._flush = getattr(sink, "flush", None)
         self._ticks = ticks or ticks_us
         self._crc = crc or _crc.update
@@ -263,7 +431,12 @@ class Writer:
         self._pos_lo = 0
         self._start_hi = 0
         self._start_lo = 0
-        self._ctl = bytearray(160)
+        self._ctl = bytearray(256)  # SYNC, loss counter and anchor META, END: built here, in place
+        self._limbs = [0] * 8  # decimal text of big numbers (_lset ...)
+        self._idb = bytearray(4)  # the bytes of a CAN id >= 2**29, read without making an int >= 2**30
+        self._nfl = 0  # the flags _norm_id gives
+        self._asrc = None  # the last anchor source and its UTF-8 bytes
+        self._asrc_b = b""
         self._stream_bytes = min(stream_bytes, page)
         self._raw_bytes = min(raw_bytes or page, page)
         self._dur = durability
@@ -466,7 +639,20 @@ class Writer:
         Routed (SPEC §13.4) to the first matching per-message stream alone when
         that stream rebuilds it exactly (exclusive routing), else to the raw bus
         stream, and a matching data frame to its per-message stream too unless
-        that one is exact. Never raises for any frame; allocates nothing."""
+        that one is exact. Never raises for any frame; allocates nothing.
+
+        Outside that contract: an id with bits 29..31 set is a SocketCAN id
+        (bit 31 extended, 30 remote, 29 error) and is normalised into the flags;
+        a frame that still cannot be recorded as given (an id >= 2**32 or
+        negative, wider than 11 bits on a frame neither extended nor error, a
+        flag bit past 6, a DLC past 15, or a data frame whose length is not
+        the one its DLC and flags give, classic or CAN FD) is not written but
+        counted in the raw bus stream's `logb.lost.invalid`."""
+        if can_id > 0x7FF and (can_id > 0x1FFFFFFF or not flags & _ID_FLAGS) or can_id < 0:
+            can_id = self._norm_id(can_id, flags)
+            if can_id < 0:
+                return
+            flags = self._nfl
         st = self._exact.get(can_id | _EXT_KEY if flags & _FLAG_EXTENDED else can_id, self._dflt)
         if st is None:  # branches (multiplexers) and masked (J1939) entries
             st = self._route(can_id | _EXT_KEY if flags & _FLAG_EXTENDED else can_id, data)
@@ -482,8 +668,14 @@ class Writer:
             raw = self._raw
             if raw is None:
                 return
-            if len(data) > raw.payload:
-                raw.lost_buffer += 1  # a CAN FD payload and a classic raw bus stream
+            n = len(data)
+            if flags & 0x80 or flags < 0 or dlc > 15 or dlc < -1 or n > (64 if flags & _FLAG_FD else 8) or (
+                    dlc >= 0 and not flags & _NO_DATA and n != (_DLC_LEN[dlc] if flags & _FLAG_FD else
+                                                                 (dlc if dlc < 8 else 8))):
+                raw._count(_C_INVALID, 1)  # no record holds it as given (docstring)
+                return
+            if n > raw.payload:
+                raw._count(_C_BUFFER, 1)  # a CAN FD payload and a classic raw bus stream
                 return
             # a data frame matching a stream that is not exact (PGN match, branch) or
             # mirror routing: its per-message stream gets the first payload_len data
@@ -530,14 +722,40 @@ class Writer:
             st = then
             then = None
 
+    def _norm_id(self, can_id, flags):
+        """append_can's slow path for ids past 11 bits on a standard frame, past 29
+        bits, or negative: the id (flags in self._nfl), or -1 when counted invalid."""
+        if can_id < 0 or can_id > 0xFFFFFFFF:
+            return self._invalid()
+        if can_id > 0x1FFFFFFF:  # SocketCAN: CAN_EFF_FLAG, CAN_RTR_FLAG, CAN_ERR_FLAG above the id
+            b = self._idb
+            pack_into("<I", b, 0, can_id)  # its bytes: masking an int >= 2**30 would allocate
+            top = b[3]
+            if top & 0x80:
+                flags |= _FLAG_EXTENDED
+            if top & 0x40:
+                flags |= _FLAG_REMOTE
+            if top & 0x20:
+                flags |= _FLAG_ERROR
+            can_id = b[0] | b[1] << 8 | b[2] << 16 | (top & 0x1F) << 24
+        if can_id > 0x7FF and not flags & _ID_FLAGS:
+            return self._invalid()
+        self._nfl = flags
+        return can_id
+
+    def _invalid(self):
+        if self._raw is not None:
+            self._raw._count(_C_INVALID, 1)
+        return -1
+
     def lost(self, controller=0, buffer=0, stream=None):
         """Count CAN frames lost before the writer saw them: `controller` =
         FIFO overruns, `buffer` = the application's queue was full (G13).
-        Counted on `stream`, default the raw bus stream."""
+        Counted on `stream`, default the raw bus stream. Allocates nothing,
+        whatever the totals, for counts below 2**29 a call."""
         st = stream or self._raw
         if st is not None:
-            st.lost_controller += controller
-            st.lost_buffer += buffer
+            st.lost(controller, buffer)
 
     def _epoch(self, t):
         """Wraps of the ticks counter at reading t (t at most ~half a period old)."""
@@ -687,37 +905,90 @@ class Writer:
         self._put(c, 12 + plen)
 
     def _loss(self, st):
-        """Stream META with the session's loss counters (G13); no allocation."""
+        """Stream META with the session's loss counters (G13); no allocation. The
+        raw bus stream's also counts the frames no record could hold (append_can)."""
         c = self._ctl
-        p = 12
-        pack_into("<I", c, p, len(_LOST_CONTROLLER))
-        c[p + 4:p + 4 + len(_LOST_CONTROLLER)] = _LOST_CONTROLLER
-        p = _dec(c, p + 4 + len(_LOST_CONTROLLER), st.lost_controller)
-        pack_into("<I", c, p, len(_LOST_BUFFER))
-        c[p + 4:p + 4 + len(_LOST_BUFFER)] = _LOST_BUFFER
-        p = _dec(c, p + 4 + len(_LOST_BUFFER), st.lost_buffer)
-        pack_into("<IBBHI", c, 0, p - 8, _FT_META, 0, st.sid, 2)
+        L = self._limbs
+        cnt = st._lost
+        p = _key(c, 12, _LOST_CONTROLLER)
+        p = _lstr(c, p, L, _lsplit(L, cnt, _C_CONTROLLER))
+        p = _key(c, p, _LOST_BUFFER)
+        p = _lstr(c, p, L, _lsplit(L, cnt, _C_BUFFER))
+        pairs = 2
+        if st.kind == _KIND_RAW:
+            p = _key(c, p, _LOST_INVALID)
+            p = _lstr(c, p, L, _lsplit(L, cnt, _C_INVALID))
+            pairs = 3
+        pack_into("<IBBHI", c, 0, p - 8, _FT_META, 0, st.sid, pairs)
         self._ctl_emit(p - 8)
 
     def meta(self, pairs, stream=None):
         """A META frame of (key, value) pairs: file-scope, or stream-scope for
-        `stream`. Allocates (formats text); not for the hot path."""
+        `stream`. Allocates (the payload, the frame: ~0.7 KB for a few pairs):
+        for start-up or with the heap unlocked."""
         if self._seq < 0:
             self._rotate()
         self._put_frame(_FT_META, stream.sid if stream else 0, meta_payload(pairs))
 
-    def anchor(self, wall_ns, source="gps", uncertainty_ns=None, t=None):
-        """Bind the clock to UTC (G7): `wall_ns` (int ns since 1970) was true at
-        ticks `t` (default: now). Written after the records it dates."""
-        t = self._ticks() if t is None else t
-        axis_ns = (self._epoch(t) * TICKS_PERIOD + t) * 1000
-        pairs = [("logb.anchor.axis_ns", axis_ns), ("logb.anchor.wall_ns", wall_ns), ("logb.anchor.source", source)]
+    def anchor_utc(self, days, second, ns, t=None, source="gps", uncertainty_ns=None):
+        """Bind the clock to UTC (G7) without allocating: the wall time
+        `days` since 1970-01-01 (civil_days(y, m, d)) + `second` of that day +
+        `ns` was true at ticks `t` (default: now); every part a small int, so a
+        GPS fix every second can be recorded with the heap locked. Written
+        after the records it dates. `source`: text (encoded once per distinct
+        object: pass a constant); uncertainty_ns: None (unknown) or >= 0."""
+        if days < 0 or not 0 <= second < 86400 or not 0 <= ns < 1000000000:
+            raise ValueError("anchor: days >= 0, 0 <= second < 86400, 0 <= ns < 10**9")
+        if source is not self._asrc:
+            b = source.encode() if isinstance(source, str) else bytes(source)
+            if len(b) > 32:
+                raise ValueError("anchor source: at most 32 bytes")
+            self._asrc_b = b
+            self._asrc = source
+        if t is None:
+            t = self._ticks()
+        e = self._epoch(t)
+        if self._seq < 0:
+            self._rotate()  # (uses _ctl: before the frame is built there)
+        c = self._ctl
+        L = self._limbs
+        p = _key(c, 12, _ANCHOR_AXIS_NS)  # (e * TICKS_PERIOD + t) µs, in ns
+        n = _lset(L, e)
+        for m in _PERIOD_MULS:
+            n = _lmul(L, n, m)
+        n = _lmul(L, _ladd(L, n, t), 1000)
+        p = _lstr(c, p, L, n)
+        p = _key(c, p, _ANCHOR_WALL_NS)
+        n = _ladd(L, _lmul(L, _lset(L, days), 86400), second)
+        n = _lmul(L, _lmul(L, _lmul(L, n, 1000), 1000), 1000)
+        p = _lstr(c, p, L, _ladd(L, n, ns))
+        p = _key(c, p, _ANCHOR_SOURCE)
+        p = _key(c, p, self._asrc_b)
+        pairs = 3
         if uncertainty_ns is not None:
-            pairs.append(("logb.anchor.uncertainty_ns", uncertainty_ns))
-        self.meta(pairs)
+            if uncertainty_ns < 0:
+                raise ValueError("uncertainty_ns is >= 0")
+            p = _key(c, p, _ANCHOR_UNCERTAINTY_NS)
+            p = _lstr(c, p, L, _lset(L, uncertainty_ns))
+            pairs = 4
+        pack_into("<IBBHI", c, 0, p - 8, _FT_META, 0, 0, pairs)
+        self._ctl_emit(p - 8)
+        if self._dur == DUR_FRAME:
+            self._sync_out()
+
+    def anchor(self, wall_ns, source="gps", uncertainty_ns=None, t=None):
+        """anchor_utc for `wall_ns` (int ns since 1970), the convenient form: on a
+        32-bit port wall_ns is a heap int, and splitting it allocates (start-up,
+        an RTC at boot); a fix in the steady state goes through anchor_utc."""
+        if wall_ns < 0:
+            raise ValueError("anchor: wall_ns before 1970")
+        days, r = divmod(wall_ns, 86400000000000)
+        s, ns = divmod(r, 1000000000)
+        self.anchor_utc(days, s, ns, t, source, uncertainty_ns)
 
     def attach(self, name, media_type, data):
-        """An ATTACH frame (codec none): e.g. the DBC the config came from."""
+        """An ATTACH frame (codec none): e.g. the DBC the config came from.
+        Allocates the whole frame (its size plus a few hundred bytes): start-up."""
         if self._seq < 0:
             self._rotate()
         head = _str(name) + _str(media_type) + bytes(4) + len(data).to_bytes(8, "little")
@@ -830,6 +1101,8 @@ class Writer:
         return self._pos_hi * 0x1000000 + self._pos_lo
 
     def stats(self):
+        """Counters as a dict (allocates: for the link, a status line, tests;
+        not with the heap locked)."""
         return {"position": self.position, "segments": self._seq + 1, "errors": self.errors,
-                "streams": [(st.name, st.records + st.n, st.frames, st.lost_controller, st.lost_buffer)
-                            for st in self._streams]}
+                "streams": [(st.name, st.records + st.n, st.frames, st.lost_controller, st.lost_buffer,
+                                     st.lost_invalid) for st in self._streams]}

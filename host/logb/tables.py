@@ -89,6 +89,7 @@ FIELD_FLAG_VARIABLE = 0x01
 # The loss counters are named: the device writer's copies are generated from these (tools/gen_wire.py).
 LOST_CONTROLLER = "logb.lost.controller"  # frames the bus controller dropped (FIFO overrun)
 LOST_BUFFER = "logb.lost.buffer"  # frames the writer dropped (its buffer was full)
+LOST_INVALID = "logb.lost.invalid"  # frames no record could hold as given (SPEC §13.1)
 META_KEYS = (
     "logb.time_base",
     "logb.session",
@@ -102,6 +103,7 @@ META_KEYS = (
     "logb.anchor.uncertainty_ns",
     LOST_CONTROLLER,
     LOST_BUFFER,
+    LOST_INVALID,
 )
 
 TIME_BASES = ("unix", "monotonic", "relative")

@@ -212,7 +212,10 @@ def test_session_facts_loss_counters_anchor_and_end(trace_cfg):
     assert len(metas) == len(f.segments) + 1  # each segment boundary, and close
     last = metas[-1]
     payload = data[last.offset + 8:last.offset + 8 + last.payload_len]
-    assert payload.endswith(b"\x01\x00\x00\x003" + struct.pack("<I", 16) + b"logb.lost.buffer\x01\x00\x00\x002")
+    assert payload == (struct.pack("<II", 3, 20) + b"logb.lost.controller\x01\x00\x00\x003" + struct.pack("<I", 16)
+                       + b"logb.lost.buffer\x01\x00\x00\x002" + struct.pack("<I", 17) + b"logb.lost.invalid"
+                       + b"\x01\x00\x00\x000")
+    assert f.stream("can0").meta == {"logb.lost.controller": "3", "logb.lost.buffer": "2", "logb.lost.invalid": "0"}
     ends = [fr for fr in frames_of(data) if fr.type == 0x40]
     assert len(ends) == 1
     index_back, session_bytes = struct.unpack_from("<QQ", data, ends[0].offset + 8)
