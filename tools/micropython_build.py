@@ -1,0 +1,231 @@
+"""Real MicroPython interpreters for the firmware tests and benchmarks, built
+from ../shared/micropython's v1.28.0 source outside the project tree.
+
+    python tools/micropython_build.py [TARGET ...]   build what is missing or stale
+    python tools/micropython_build.py --print        the paths, as JSON
+
+Targets (default: all):
+    unix    the unix port (x86-64) with the `logbc` user C module
+            (USER_C_MODULES=cbridge/micropython): native emitter, viper,
+            `-X heapsize=64K`, VfsFat/VfsLfs2
+    mpy     mpy-cross from the same tree (the .mpy format this interpreter loads)
+    natmod  cbridge/micropython/natmod as logbc.mpy for x64 (imported by the
+            unix port) and armv6m / armv7emsp (compiled and linked only)
+    qemu    the qemu port for MPS2_AN385 (Cortex-M3) with `logbc` built in and
+            firmware/logb frozen in (firmware/manifest.py)
+
+The cache lives in $LOGB_MP_CACHE (default ~/.cache/logb/micropython), one
+folder per key: the tarball's hash and the hash of the cbridge sources, so a
+C edit builds a fresh tree. Inside a key, make runs incrementally: the qemu
+image is remade when a firmware module changes (its stamp holds their hash).
+What needs a missing tool (make, gcc, arm-none-eabi-gcc, pyelftools) raises
+ToolMissing naming it; any other failure raises BuildError with make's tail.
+"""
+
+import argparse
+import fcntl
+import hashlib
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import tarfile
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+TARBALL = ROOT.parent / "shared" / "micropython" / "micropython-1.28.0-src.tar.gz"
+TREE_NAME = "micropython-1.28.0"
+CBRIDGE = ROOT / "cbridge"
+USER_MODULES = CBRIDGE / "micropython"
+NATMOD = USER_MODULES / "natmod"
+FIRMWARE = ROOT / "firmware"
+TARGETS = ("unix", "mpy", "natmod", "qemu")
+NATMOD_ARCHS = ("x64", "armv6m", "armv7emsp")
+# What the shared tree lacks (mbedtls, berkeley-db, libffi) is switched off.
+UNIX_FLAGS = ("VARIANT=standard", "MICROPY_PY_BTREE=0", "MICROPY_PY_SSL=0", "MICROPY_PY_FFI=0",
+              "FROZEN_MANIFEST=")
+QEMU_BOARD = "MPS2_AN385"
+
+
+class BuildError(RuntimeError):
+    pass
+
+
+class ToolMissing(BuildError):
+    """A build tool is not installed: the one thing a test may skip for."""
+
+
+def _hash_files(paths):
+    h = hashlib.sha256()
+    for p in sorted(paths):
+        h.update(str(p.relative_to(ROOT)).encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()[:12]
+
+
+def _tarball_hash():
+    h = hashlib.sha256()
+    with open(TARBALL, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()[:12]
+
+
+def cbridge_sources():
+    return [p for p in CBRIDGE.rglob("*") if p.is_file() and p.suffix in (".c", ".h", ".mk", ".cmake")
+            or p.name == "Makefile"]
+
+
+def firmware_sources():
+    return sorted((FIRMWARE / "logb").glob("*.py")) + [FIRMWARE / "manifest.py"]
+
+
+def cache_root():
+    env = os.environ.get("LOGB_MP_CACHE")
+    return pathlib.Path(env) if env else pathlib.Path.home() / ".cache" / "logb" / "micropython"
+
+
+def key():
+    if not TARBALL.exists():
+        raise ToolMissing(f"{TARBALL} (the MicroPython source) is not there")
+    return f"{_tarball_hash()}-{_hash_files(cbridge_sources())}"
+
+
+def paths(k=None):
+    """Where each built artefact is (whether or not it is built yet)."""
+    base = cache_root() / (k or key())
+    tree = base / TREE_NAME
+    return {
+        "base": base,
+        "tree": tree,
+        "unix": tree / "ports" / "unix" / "build-standard" / "micropython",
+        "mpy": tree / "mpy-cross" / "build" / "mpy-cross",
+        "natmod": {a: base / "natmod" / a / "logbc.mpy" for a in NATMOD_ARCHS},
+        "qemu": tree / "ports" / "qemu" / f"build-{QEMU_BOARD}" / "firmware.elf",
+        "qemu_stamp": base / "qemu.firmware-hash",
+    }
+
+
+def _need(tool, why):
+    if not shutil.which(tool):
+        raise ToolMissing(f"{tool} is not installed ({why})")
+
+
+def _make(args, cwd, env=None, log=None):
+    cmd = ["make", "-j", str(max(1, min(os.cpu_count() or 1, 4)))] + list(args)
+    r = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=env)
+    if log is not None:
+        log.write_text(r.stdout + r.stderr)
+    if r.returncode != 0:
+        raise BuildError(f"{' '.join(cmd)} in {cwd} failed ({r.returncode}):\n{(r.stdout + r.stderr)[-4000:]}")
+
+
+def _unpack(p):
+    if (p["tree"] / "py" / "mpconfig.h").exists():
+        return
+    tmp = p["base"] / ".unpack"
+    shutil.rmtree(tmp, ignore_errors=True)
+    with tarfile.open(TARBALL) as t:
+        t.extractall(tmp, filter="data")
+    os.replace(tmp / TREE_NAME, p["tree"])  # whole or not at all: a killed unpack leaves no half tree
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _tools_env():
+    """PATH with the firmware tool venv first: mpy_ld.py needs pyelftools and ar."""
+    env = dict(os.environ)
+    fwbin = pathlib.Path(sys.prefix) / "fw" / "venv" / "bin"
+    for cand in (fwbin, ROOT / ".venv" / "fw" / "venv" / "bin"):
+        if (cand / "python").exists():
+            env["PATH"] = f"{cand}{os.pathsep}{env.get('PATH', '')}"
+            break
+    return env
+
+
+def build_unix(p):
+    _need("make", "the unix port")
+    _need("gcc", "the unix port")
+    _make(list(UNIX_FLAGS) + [f"USER_C_MODULES={USER_MODULES}"], p["tree"] / "ports" / "unix",
+          log=p["base"] / "unix.log")
+
+
+def build_mpy(p):
+    _need("make", "mpy-cross")
+    _make([], p["tree"] / "mpy-cross", log=p["base"] / "mpy-cross.log")
+
+
+def build_natmod(p):
+    _need("make", "natmods")
+    env = _tools_env()
+    probe = subprocess.run(["python3", "-c", "import elftools, ar"], env=env, capture_output=True)
+    if probe.returncode != 0:
+        raise ToolMissing("pyelftools and ar (PyPI) are not installed for mpy_ld.py (tools/setup.d/30-firmware.sh)")
+    for arch in NATMOD_ARCHS:
+        if arch != "x64":
+            _need("arm-none-eabi-gcc", f"the {arch} natmod")
+        out = p["natmod"][arch].parent
+        out.mkdir(parents=True, exist_ok=True)
+        # A one-line Makefile here: the natmod's rules want a Makefile beside the build folder.
+        (out / "Makefile").write_text(f"include {NATMOD / 'Makefile'}\n")
+        _make([f"MPY_DIR={p['tree']}", f"ARCH={arch}"], out, env=env, log=out / "build.log")
+
+
+def build_qemu(p):
+    _need("make", "the qemu port")
+    _need("arm-none-eabi-gcc", "the qemu port (Debian gcc-arm-none-eabi, libnewlib-arm-none-eabi)")
+    want = _hash_files(firmware_sources())
+    if not p["mpy"].exists():
+        build_mpy(p)  # first, on its own: the port's make would pass FROZEN_MANIFEST down into mpy-cross's
+    if p["qemu"].exists() and p["qemu_stamp"].exists() and p["qemu_stamp"].read_text() == want:
+        return
+    _make([f"BOARD={QEMU_BOARD}", f"FROZEN_MANIFEST={FIRMWARE / 'manifest.py'}",
+           f"USER_C_MODULES={USER_MODULES}"], p["tree"] / "ports" / "qemu", log=p["base"] / "qemu.log")
+    p["qemu_stamp"].write_text(want)
+
+
+BUILDERS = {"unix": build_unix, "mpy": build_mpy, "natmod": build_natmod, "qemu": build_qemu}
+
+
+def _built(p, target):
+    if target == "natmod":
+        return all(f.exists() for f in p["natmod"].values())
+    if target == "qemu":
+        return False  # always asks make (incremental): the frozen firmware may have changed
+    return p[target].exists()
+
+
+def ensure(*targets):
+    """Build the targets that are missing or stale; return paths()."""
+    for t in targets:
+        if t not in BUILDERS:
+            raise BuildError(f"unknown target {t!r} (one of {', '.join(TARGETS)})")
+    p = paths()
+    p["base"].mkdir(parents=True, exist_ok=True)
+    with open(p["base"].parent / f"{p['base'].name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one builder per tree: a test run and a set-up step may overlap
+        _unpack(p)
+        for t in targets or TARGETS:
+            if not _built(p, t):
+                BUILDERS[t](p)
+    return p
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("targets", nargs="*", metavar="TARGET", help=f"any of {', '.join(TARGETS)} (default: all)")
+    ap.add_argument("--print", action="store_true", help="print the artefacts' paths as JSON and exit")
+    a = ap.parse_args(argv)
+    if a.print:
+        print(json.dumps(paths(), default=str, indent=1))
+        return 0
+    try:
+        p = ensure(*a.targets)
+    except BuildError as e:
+        print(f"micropython_build: {e}", file=sys.stderr)
+        return 3 if isinstance(e, ToolMissing) else 1
+    print(f"micropython_build: {', '.join(a.targets or TARGETS)} ready in {p['base']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
