@@ -12,7 +12,7 @@ Also importable under CPython (tests, host tools), where it writes the same
 bytes for the same inputs and clock readings. See firmware/README.md.
 """
 
-from .writer import DUR_CLOSE, DUR_FRAME, DUR_SEGMENT, FIRMWARE, Stream, Writer
+from .writer import DUR_CLOSE, DUR_FRAME, DUR_SEGMENT, FIRMWARE, Stream, Writer, civil_days
 
 __version__ = "0.1.0"
-__all__ = ["Writer", "Stream", "DUR_FRAME", "DUR_SEGMENT", "DUR_CLOSE", "FIRMWARE", "__version__"]
+__all__ = ["Writer", "Stream", "civil_days", "DUR_FRAME", "DUR_SEGMENT", "DUR_CLOSE", "FIRMWARE", "__version__"]

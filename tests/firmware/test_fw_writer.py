@@ -452,3 +452,179 @@ def test_cbridge_hook_is_used_when_present(trace_cfg, monkeypatch):
         monkeypatch.delitem(sys.modules, "logbc")
         assert crc.select("auto") == "pure"
     assert calls and with_c == record(cfg, frames)[0]
+
+
+# ---------------------------------------------------------------- inputs outside the contract
+def test_socketcan_ids_normalised_and_unrecordable_frames_counted():
+    """docs/SPEC.md §13.1: bit 31/30/29 of a SocketCAN id become the extended,
+    remote and error flags; what still does not fit (an id of 2**32, a wide id on
+    a standard frame, DLC 16, a DLC that disagrees with the data, flag bit 7) is
+    never written but counted in the raw bus stream's logb.lost.invalid."""
+    sink = io.BytesIO()
+    w = fw.Writer(sink, session="2" * 32, ticks=lambda: 0)
+    w.load_config(fwtools.raw_only_config())
+    good = [  # (t, id as given, data, flags, dlc) -> stored (id, flags)
+        ((10, (1 << 31) | 0x18FEF100, bytes(8), 0, -1), (0x18FEF100, 1)),  # CAN_EFF_FLAG
+        ((11, (1 << 31) | (1 << 30) | 0x1234, b"", 0, 3), (0x1234, 3)),  # CAN_EFF_FLAG | CAN_RTR_FLAG
+        ((12, (1 << 29) | 0x40, bytes(8), 0, -1), (0x40, 4)),  # CAN_ERR_FLAG: an error frame
+        ((13, (1 << 30) | 0x123, b"", 0, 2), (0x123, 2)),  # CAN_RTR_FLAG on a standard id
+        ((14, 0x321, bytes(8), 0, 9), (0x321, 0)),  # classic DLC 9: 8 bytes
+        ((15, 0x1FFFFFFF, bytes(2), 1, -1), (0x1FFFFFFF, 1)),
+    ]
+    bad = [(20, 1 << 32, bytes(8), 1, -1), (21, -5, b"", 0, -1), (22, 0x800, bytes(8), 0, -1),
+           (23, (1 << 30) | 0x800, b"", 0, 0), (24, 0x100, bytes(8), 0, 16), (25, 0x100, bytes(8), 0, 5),
+           (26, 0x100, bytes(12), 8, 8), (27, 0x100, bytes(12), 0, -1), (28, 0x100, b"", 0x80, -1),
+           (29, 0x100, bytes(3), 0, -2), (30, 0x100, bytes(65), 8, -1)]
+    for (t, cid, data, fl, dlc), _ in good:
+        w.append_can(t, cid, data, fl, dlc)
+    for t, cid, data, fl, dlc in bad:
+        w.append_can(t, cid, data, fl, dlc)
+    w.close()
+    assert w.streams[0].lost_invalid == len(bad) and w.streams[0].lost_buffer == 0
+    assert w.stats()["streams"][0][5] == len(bad)
+    f = logb.LogbFile(sink.getvalue())
+    assert f.report.clean
+    assert f.stream("can0").meta["logb.lost.invalid"] == str(len(bad))
+    cols = f.stream("can0").columns()
+    assert list(zip(cols.raw["id"].tolist(), cols.raw["flags"].tolist())) == [want for _, want in good]
+    assert cols.raw["dlc"].tolist() == [8, 3, 8, 2, 9, 2]
+    # the padding bits 61..63 and flag bit 7 stay zero in every stored record
+    data = sink.getvalue()
+    for fr in frames_of(data):
+        if fr.type == 0x20 and fr.stream_id == 1:
+            body = data[fr.offset + 36:fr.offset + 36 + 18 * 6]
+            assert all(body[r * 18 + 7] & 0xE0 == 0 and body[r * 18 + 8] & 0x80 == 0 for r in range(6))
+
+
+def test_anchor_text_equals_the_meta_encoder():
+    """anchor_utc writes its META in place from small ints; its bytes are the
+    generic meta_payload's for the same values, across wraps of the ticks
+    counter and wall times far past 2**62 ns."""
+    import random
+
+    rnd = random.Random(5)
+    cases = [(0, 0, 0, 0, 0, None), (3, 12345, 1, 7, 86399, 0)]
+    for _ in range(40):
+        cases.append((rnd.randrange(1 << 30), rnd.randrange(20000), rnd.randrange(1 << 30), rnd.randrange(106000),
+                      rnd.randrange(86400), rnd.choice([None, 0, rnd.randrange(1 << 40)])))
+    for wraps, _, t, days, second, unc in cases:
+        ns = rnd.randrange(10 ** 9)
+        w = fw.Writer(io.BytesIO(), session="3" * 32, ticks=lambda: t, header=False)
+        w._rotate()
+        w._wraps, w._last = wraps, t
+        start = w.position
+        w.anchor_utc(days, second, ns, t=t, source="gps", uncertainty_ns=unc)
+        w.flush()
+        frame = w._sink.getvalue()[start:]
+        pairs = [("logb.anchor.axis_ns", (wraps * (1 << 30) + t) * 1000),
+                 ("logb.anchor.wall_ns", (days * 86400 + second) * 10 ** 9 + ns), ("logb.anchor.source", "gps")]
+        if unc is not None:
+            pairs.append(("logb.anchor.uncertainty_ns", unc))
+        assert frame == bytes(writer_mod.frame_bytes(0x11, 0, writer_mod.meta_payload(pairs)))
+
+
+def test_anchor_forms_agree_and_date_the_session():
+    wall = 1701998281317190123  # 2023-12-08 01:18:01.317190123 UTC
+    days = fw.civil_days(2023, 12, 8)
+    assert days == 19699 and (days * 86400 + 4681) * 10 ** 9 + 317190123 == wall
+    out = []
+    for form in ("int", "parts"):
+        sink = io.BytesIO()
+        w = fw.Writer(sink, session="4" * 32, ticks=lambda: 5000)
+        s = w.add_sensor("v", [("x", "H", "")])
+        s.append(5000, 7)
+        if form == "int":
+            w.anchor(wall, source="gps", uncertainty_ns=100)
+        else:
+            w.anchor_utc(days, 4681, 317190123, source="gps", uncertainty_ns=100)
+        w.close()
+        out.append(sink.getvalue())
+    assert out[0] == out[1]
+    f = logb.LogbFile(out[0])
+    assert f.sessions[0].basis == "anchored" and f.stream("v").columns().wall(0).ns == wall
+    for y, m, d in ((1970, 1, 1), (2000, 2, 29), (2024, 3, 1), (2100, 12, 31)):
+        import datetime
+
+        assert fw.civil_days(y, m, d) == (datetime.date(y, m, d) - datetime.date(1970, 1, 1)).days
+    w = fw.Writer(io.BytesIO(), session="4" * 32)
+    for bad in ((-1, 0, 0), (0, 86400, 0), (0, 0, 10 ** 9)):
+        with pytest.raises(ValueError):
+            w.anchor_utc(*bad)
+    with pytest.raises(ValueError):
+        w.anchor(-1)
+
+
+def test_loss_counters_past_2_30_are_exact():
+    """Counters are kept as 24-bit halves (no int >= 2**30 on a 32-bit port);
+    the META text and the totals stay exact past 2**30 and 2**48."""
+    sink = io.BytesIO()
+    w = fw.Writer(sink, session="5" * 32, ticks=lambda: 0)
+    w.load_config(fwtools.raw_only_config())
+    step = (1 << 29) - 3
+    for _ in range(5):
+        w.lost(controller=step, buffer=1)
+    w.streams[0].lost(buffer=(1 << 50) + 9)  # one huge call: correct, if not allocation-free
+    with pytest.raises(ValueError):
+        w.lost(controller=-1)
+    w.close()
+    s = w.streams[0]
+    assert s.lost_controller == 5 * step and s.lost_buffer == (1 << 50) + 14
+    meta = logb.LogbFile(sink.getvalue()).stream("can0").meta
+    assert meta["logb.lost.controller"] == str(5 * step) and meta["logb.lost.buffer"] == str((1 << 50) + 14)
+
+
+def test_stream_append_packs_up_to_8_values():
+    sink = io.BytesIO()
+    w = fw.Writer(sink, session="6" * 32, ticks=lambda: 0)
+    s1 = w.add_sensor("one", [("a", "h", "")])
+    s8 = w.add_sensor("eight", [(c, "B", "") for c in "abcdefgh"])
+    s9 = w.add_sensor("nine", [(c, "B", "") for c in "abcdefghi"])
+    s1.append(1, -5)
+    s8.append(2, 1, 2, 3, 4, 5, 6, 7, 8)
+    with pytest.raises(ValueError):
+        s9.append(3, 1, 2, 3, 4, 5, 6, 7, 8)
+    raw = w.load_config(fwtools.raw_only_config())[0]
+    with pytest.raises(ValueError):  # a CAN stream's records come from append_can
+        raw.append(4, 1)
+    w.close()
+    f = logb.LogbFile(sink.getvalue())
+    assert f.stream("one").columns().raw["a"].tolist() == [-5]
+    assert [f.stream("eight").columns().raw[c].tolist() for c in "abcdefgh"] == [[i] for i in range(1, 9)]
+    assert writer_mod._nvalues("<3h4sBx") == 5
+
+
+class OneArgSink:
+    def __init__(self):
+        self.data = bytearray()
+        self.sizes = []
+
+    def write(self, b):
+        self.data += bytes(b)
+        self.sizes.append(len(b))
+        return len(b)
+
+
+def test_pieces_writes_every_range_in_power_of_two_pieces():
+    """_port.Pieces (what a one-argument sink gets on MicroPython): every
+    range arrives whole, in order, in at most log2(page) writes."""
+    port = fwload.submodule("_port")
+    src = bytes(range(256)) * 8
+    for page in (64, 512):
+        sink = OneArgSink()
+        pieces = port.Pieces(sink.write, page)
+        want = bytearray()
+        for off, n in ((0, 1), (5, page - 1), (3, 37), (0, page // 2), (100, 1), (9, page), (0, len(src))):
+            k0 = len(sink.sizes)
+            assert pieces(src, off, n) == n
+            want += src[off:off + n]
+            assert len(sink.sizes) - k0 <= (page.bit_length() if n < page else len(src))
+        assert sink.data == want and all(s & (s - 1) == 0 for s in sink.sizes[:-1])
+
+
+def test_one_argument_sink_gets_the_same_bytes(trace_cfg):
+    cfg, compiled = trace_cfg
+    frames = fwtools.synth_frames(compiled, 2000)
+    want, _ = record(cfg, frames)
+    sink = OneArgSink()
+    record(cfg, frames, sink=sink)
+    assert bytes(sink.data) == want
