@@ -8,16 +8,24 @@
         armv7emdp, xtensa, xtensawin, rv32imc, x64, ...).
     python tools/deploy_fw.py deploy [--march armv6m] [--port /dev/ttyACM0]
         build, then copy to the board's /lib/logb with mpremote.
+    python tools/deploy_fw.py mip [--march armv6m] [--out build/mpy]
+        build, then write a package.json beside logb/ listing the .mpy files:
+        a folder mip installs, `mpremote mip install OUT/ARCH/package.json`
+        (mpremote >= 1.22 takes a local path), or served over HTTP for
+        `mip.install("http://HOST:PORT/package.json")` on a networked board.
 
 Without a --march, crc_viper.py is compiled for no architecture and left
 out; the board then uses the pure-Python CRC (or the cbridge C module).
-The other way to install is mip: `mpremote mip install
-github:OWNER/REPO/firmware/package.json` (source .py files).
+.mpy files need a MicroPython whose .mpy version is mpy-cross 1.27's (6.3:
+1.23 and later). firmware/package.json installs the source .py files
+instead, which a board compiles at import: ~10 KiB more heap (README, RAM).
 """
 
 import argparse
+import json
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -61,14 +69,28 @@ def build(out, march=None):
     return written
 
 
+def mip_folder(out, march=None):
+    """Build into out/ and write out/package.json listing the .mpy files (paths
+    relative to it, as mip resolves them); returns the package.json path."""
+    files = build(out, march)
+    version = re.search(r'__version__ = "([^"]+)"', (PACKAGE / "__init__.py").read_text()).group(1)
+    urls = [["logb/" + f.name, "logb/" + f.name] for f in files]
+    path = pathlib.Path(out) / "package.json"
+    path.write_text(json.dumps({"urls": urls, "deps": [], "version": version}, indent=2) + "\n")
+    return path
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("action", choices=("build", "deploy"))
+    ap.add_argument("action", choices=("build", "deploy", "mip"))
     ap.add_argument("--march", default=None)
     ap.add_argument("--out", default=str(ROOT / "build" / "mpy"))
     ap.add_argument("--port", default=None, help="mpremote connect target (default: auto)")
     args = ap.parse_args(argv)
     out = pathlib.Path(args.out) / (args.march or "bytecode")
+    if args.action == "mip":
+        print(f"mip package: {mip_folder(out, args.march)}")
+        return 0
     files = build(out, args.march)
     print(f"built {len(files)} modules into {out / 'logb'}")
     if args.action == "deploy":
