@@ -16,13 +16,26 @@ LOSSES = """\
 - ASC: python-can reads every CANFD line as CAN FD and every CANFD line without data as a
   remote frame; here the line's Flags column decides (EDL 0x1000, RTR 0x10, as in BLF) for
   lines of up to 8 bytes. The start date is local time without a zone (python-can's choice:
-  this machine's zone). python-can's writer restarts the measurement at the first frame and
-  writes ErrorFrame lines without FD flag or direction; here the source's measurement start
-  is kept and CAN FD error frames are written as `CANFD ... ErrorFrame` lines. Classic error
+  this machine's zone). python-can's writer restarts the measurement at the first frame,
+  writes the header's milliseconds unpadded (17:59:00.020 as 17:59:00.20, which every
+  reader takes as .200) and ErrorFrame lines without FD flag or direction; here the
+  source's measurement start is kept, the header date is written here (milliseconds
+  zero-padded, English names whatever the locale) and CAN FD error frames are written as
+  `CANFD ... ErrorFrame` lines. Classic error
   frames have no direction in ASC. Error details (ECC, position, ...), statistics, J1939TP
   and other events are not frames; python-can skips them."""
 ASC_EDL, ASC_BRS, ASC_ESI, ASC_RTR = 0x1000, 0x2000, 0x4000, 0x10  # CANFD line flags (as BLF's FD64)
 dlc_code = length_dlc_code  # classic frames: python-can's dlc2len(code)
+_DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+
+def header_date(dt):
+    """An ASC header date, `Wed Jun 05 17:59:00.020 2024`. Written here, not by python-can
+    (4.x formats the milliseconds unpadded, `.20`, read back as 200 ms), in English: readers
+    (python-can's, CANoe's) match English month names, and strftime's %a/%b follow the locale."""
+    return (f"{_DAYS[dt.weekday()]} {_MONTHS[dt.month - 1]} {dt.day:02d} "
+            f"{dt.hour:02d}:{dt.minute:02d}:{dt.second:02d}.{dt.microsecond // 1000:03d} {dt.year}")
 
 
 def _canfd_flags(line):
@@ -71,8 +84,8 @@ def write(trace, out):
     start_s = start * 10.0 ** trace.axis_exp
 
     class Writer(ASCWriter):
-        def _format_header_datetime(self, dt):
-            return super()._format_header_datetime(datetime.datetime.fromtimestamp(start_s))
+        def _format_header_datetime(self, dt):  # both header lines: the source's start, not now
+            return header_date(datetime.datetime.fromtimestamp(start_s))
 
         def log_event(self, message, timestamp=None):
             # stamps arrive relative to the measurement start, which is the source's start
