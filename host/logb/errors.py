@@ -85,3 +85,12 @@ class TransferError(LogbError):
 
 class TransferInterrupted(LogbError):
     """Ctrl-C stopped a pull; what was verified is kept for the next one."""
+
+
+class OutsideRecordingError(NotFoundError):
+    """A --window that holds no record: outside the recording, or where the
+    chosen messages or ids never occur (the message states the span there is)."""
+
+
+class FormatMismatchError(UsageError):
+    """--format names one trace format and the input's content is another."""

@@ -1,24 +1,30 @@
-"""What every subcommand shares: the documented exit statuses, opening a file
-(--recover), writing an output safely, JSON value conversion, and a progress
-bar on stderr.
+"""What every subcommand shares: the documented exit statuses, opening an input
+(a Logb file, --recover, or a CAN trace imported on the fly), writing an output
+safely, the time options (--time, --window), the CAN id filter (--id), JSON
+value conversion, and a progress bar on stderr.
 
 A command returns EXIT_OK or EXIT_DAMAGED for what it found, and raises for
 what stops it; main.py turns the error into its exit status (README "Exit
 status")."""
 
+import argparse
+import io
 import json
 import math
 import os
+import re
 import shutil
 import sys
 import tempfile
 import time
 import traceback
 from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
 
 import numpy as np
 
-from ..errors import LogbError, NotLogbError, UnreadableInputError, UsageError
+from ..errors import LogbError, NotLogbError, OutsideRecordingError, UnreadableInputError, UsageError
 from ..reader import LogbFile
 from ..tables import AxisKind, AxisMode, ByteOrder, ConversionType, DataType
 
@@ -253,3 +259,319 @@ class Progress:
     def close(self):
         if self.enabled:
             sys.stderr.write("\n")
+
+
+# ---------------------------------------------------------------- inputs: Logb files and CAN traces
+
+def input_help(what="a .logb file"):
+    """The help of an input positional that `open_input` opens."""
+    return f"{what}, or a CAN trace (candump -L .log, Vector ASC/BLF, PEAK TRC; told by its content)"
+
+
+@contextmanager
+def open_input(path, recover=False):
+    """The LogbFile of `path`: a Logb file ("-": standard input), or a CAN trace
+    imported on the fly, in memory (nothing is written beside it). A trace is
+    told by its content (formats.sniff), whatever its extension; what is
+    neither raises NotLogbError saying what would be read."""
+    from ..can import formats
+
+    kind = "logb" if path == "-" or recover else formats.sniff(path)
+    if kind == "logb":
+        with open_logb(path, recover=recover) as f:
+            yield f
+        return
+    if kind is None:
+        raise NotLogbError(f"{path}: neither a Logb file nor a CAN trace (candump -L, Vector ASC/BLF, PEAK TRC); "
+                           f"a Logb file cut from its start reads with --recover")
+    with about(path):
+        trace = formats.read_as(path, kind)
+        buf = io.BytesIO()
+        formats.write_logb(trace, buf, source=path)
+    f = LogbFile(buf.getvalue())
+    f.trace = trace  # the import's notes (clamped stamps, guessed channels) for whoever reports them
+    try:
+        yield f
+    finally:
+        f.close()
+
+
+# ---------------------------------------------------------------- time: --time and --window
+
+TIME_BASES = ("utc", "relative", "device")
+TIME_HELP = ("utc: ISO-8601 UTC (dated recordings); relative: seconds after the recording's start; "
+             "device: seconds on the logger's own axis (since boot when monotonic). "
+             "Default: utc when the recording is dated, else relative")
+WINDOW_HELP = ("only records from T0 to T1 (inclusive): `T0 T1`, `T0:T1` (either side may be empty) "
+               "or `T0/T1`. A number is seconds after the recording's start (as --time relative "
+               "shows), an ISO-8601 time (2025-03-18T23:06:50Z; no offset: UTC) an absolute one")
+
+
+def add_time_arguments(p, window=True):
+    """--time (args.time: None or one of TIME_BASES) and, with `window`, --window
+    (args.window: a Window or None), the same on every command that shows time."""
+    p.add_argument("--time", choices=TIME_BASES, help=TIME_HELP)
+    if window:
+        p.add_argument("--window", nargs="+", metavar="T", action=_WindowAction, help=WINDOW_HELP)
+
+
+class _WindowAction(argparse.Action):
+    def __call__(self, parser, namespace, values, option_string=None):
+        try:
+            setattr(namespace, self.dest, parse_window(values))
+        except UsageError as exc:
+            parser.error(str(exc))
+
+
+def parse_time_point(text):
+    """('s', seconds after the start) for a number, ('utc', ns) for an ISO-8601 time."""
+    try:
+        s = float(text)
+    except ValueError:
+        pass
+    else:
+        if not math.isfinite(s):
+            raise UsageError(f"--window {text!r}: not a finite number of seconds")
+        return ("s", s)
+    try:
+        dt = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise UsageError(f"--window {text!r}: neither seconds nor an ISO-8601 time "
+                         f"(e.g. 12.5 or 2025-03-18T23:06:50Z)") from None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    delta = dt - datetime(1970, 1, 1, tzinfo=timezone.utc)
+    return ("utc", (delta.days * 86400 + delta.seconds) * 10**9 + delta.microseconds * 1000)
+
+
+@dataclass(frozen=True)
+class Window:
+    """T0..T1 of --window; each end None (open), ('s', seconds after the start) or ('utc', ns)."""
+
+    lo: object
+    hi: object
+    text: str
+
+
+def parse_window(values):
+    """A Window from --window's one or two values; a reversed one is a usage error."""
+    if isinstance(values, str):
+        values = [values]
+    if len(values) == 2:
+        parts = list(values)
+    elif len(values) == 1 and "/" in values[0]:  # the ISO-8601 interval separator
+        parts = values[0].split("/", 1)
+    elif len(values) == 1 and values[0].count(":") == 1:  # numbers only: ISO times hold colons
+        parts = values[0].split(":")
+    else:
+        raise UsageError(f"--window {' '.join(values)!r}: expected T0 T1, T0:T1 or T0/T1")
+    lo, hi = (parse_time_point(x) if x.strip() else None for x in parts)
+    text = " ".join(values)
+    if lo is not None and hi is not None and lo[0] == hi[0] and lo[1] > hi[1]:
+        raise UsageError(f"--window {text}: T0 is after T1 (reversed?)")
+    return Window(lo, hi, text)
+
+
+def utc_text(ns, digits=6):
+    """ISO-8601 UTC strings of integer nanoseconds, `digits` decimals of the second."""
+    ns = np.asarray(ns, np.int64)
+    unit = {0: "s", 3: "ms", 6: "us"}.get(digits, "ns")
+    return np.char.add(np.datetime_as_string(ns.astype("datetime64[ns]"), unit=unit), "Z")
+
+
+def _seconds_text(s):
+    return f"{s:.6f}".rstrip("0").rstrip(".")
+
+
+class Timeline:
+    """The times of a set of rows, in every base --time offers, and --window over them.
+
+    device_s: float seconds on the recording's axis, per row; wall_ns: int64 UTC
+    nanoseconds per row, or None when the rows are undated; origin_s: the
+    recording's start on that axis (relative time 0; default: the first row), so
+    that relative times do not move with --id or --messages; axis_exp: the
+    tick, for how many decimals UTC times show."""
+
+    def __init__(self, device_s, wall_ns=None, origin_s=None, axis_exp=-6):
+        self.device_s = np.asarray(device_s, np.float64)
+        self.wall_ns = None if wall_ns is None else np.asarray(wall_ns, np.int64)
+        if origin_s is None:
+            origin_s = float(self.device_s.min()) if len(self.device_s) else 0.0
+        self.origin_s = origin_s
+        self.digits = min(max(-axis_exp, 0), 9)
+
+    @property
+    def dated(self):
+        return self.wall_ns is not None
+
+    @property
+    def relative_s(self):
+        return self.device_s - self.origin_s
+
+    def basis(self, choice):
+        """The base to show (--time `choice`, None: utc when dated, else relative)."""
+        if choice is None:
+            return "utc" if self.dated else "relative"
+        if choice == "utc" and not self.dated:
+            raise UsageError("--time utc: these records are undated (no unix time base or anchor; "
+                             "use --time relative or device)")
+        return choice
+
+    def column(self, basis):
+        """(name, values) of the time column: time_utc (int64 ns), time_s (relative) or device_time_s."""
+        if basis == "utc":
+            return "time_utc", self.wall_ns
+        if basis == "relative":
+            return "time_s", self.relative_s
+        return "device_time_s", self.device_s
+
+    def texts(self, basis):
+        """The time column as the strings a person reads."""
+        name, values = self.column(basis)
+        if basis == "utc":
+            return utc_text(values, self.digits)
+        return [f"{v:.{self.digits}f}" for v in values.tolist()]
+
+    def span(self):
+        """The rows' first to last time, in words (for errors that say what exists)."""
+        if not len(self.device_s):
+            return "no records"
+        rel = self.relative_s
+        text = f"{_seconds_text(rel.min())} to {_seconds_text(rel.max())} s after the start"
+        if self.dated:
+            first, last = utc_text([self.wall_ns.min(), self.wall_ns.max()], self.digits)
+            text += f", {first} to {last}"
+        return text
+
+    def _bound(self, point):
+        kind, v = point
+        if kind == "s":
+            return self.relative_s, v
+        if not self.dated:
+            raise UsageError(f"--window: {utc_text([v])[0]} is a UTC time and these records are undated; "
+                             f"give seconds after the start")
+        return self.wall_ns, v
+
+    def select(self, window, what="the recording"):
+        """A bool mask of the rows inside `window` (None: every row). A window that
+        keeps none of them raises OutsideRecordingError naming `what` spans."""
+        keep = np.ones(len(self.device_s), bool)
+        if window is None:
+            return keep
+        if window.lo is not None:
+            col, v = self._bound(window.lo)
+            keep &= col >= v
+        if window.hi is not None:
+            col, v = self._bound(window.hi)
+            keep &= col <= v
+        if len(keep) and not keep.any():
+            raise OutsideRecordingError(f"--window {window.text} holds no record of {what}, "
+                                        f"which spans {self.span()}")
+        return keep
+
+
+def file_origin_s(f):
+    """The recording's start on its axis, in seconds: the earliest DATA frame's axis base
+    of any time stream (None when it has none)."""
+    starts = []
+    for s in f.streams.values():
+        if s.schema is not None and s.schema.is_time and s.frames:
+            base = s.frames[0].header.axis_base(True)
+            starts.append(base * 10.0 ** s.schema.axis_exp)
+    return min(starts) if starts else None
+
+
+def file_timeline(f, axis, axis_exp, session=None):
+    """The Timeline of rows of `f` with integer `axis` ticks of 10**axis_exp s, in
+    `session` (an index or an array of them; None: rows of unknown session, dated
+    only when that cannot matter: one session, or every session unix)."""
+    from ..can.formats import wall_ns_of
+
+    axis = np.asarray(axis, np.int64)
+    device_s = axis.astype(np.float64) * 10.0 ** axis_exp
+    wall = None
+    if session is None:
+        if len(f.sessions) == 1 or all(s.time_base == "unix" for s in f.sessions):
+            session = 0
+    if session is not None and f.sessions:
+        ns, ok = wall_ns_of(f, axis, axis_exp, session)
+        wall = ns if ok else None
+    return Timeline(device_s, wall, file_origin_s(f), axis_exp)
+
+
+# ---------------------------------------------------------------- CAN ids: --id
+
+ID_HELP = ("only these CAN ids, in hex (0x optional, as candump): a list of `123`, ranges "
+           "`0x100-0x1FF` and id/mask pairs `0x700/0x7F0` (kept when id & mask = 0x700 & mask), "
+           "e.g. --id 0x123,0x100-0x1FF,0x700/0x7F0; repeatable. The 29-bit value is compared, "
+           "so 0x123 matches a standard and an extended 0x123")
+_ID_TERM = re.compile(r"(?:0x)?([0-9a-f]{1,8})(?:([-/])(?:0x)?([0-9a-f]{1,8}))?", re.I)
+
+
+class IdFilter:
+    """The CAN ids --id keeps: (lo, hi) ranges (an id is a range of one) and
+    (value, mask) pairs, over the 29-bit id."""
+
+    def __init__(self, ranges=(), masks=(), text=""):
+        self.ranges, self.masks, self.text = list(ranges), list(masks), text
+
+    def __add__(self, other):
+        return IdFilter(self.ranges + other.ranges, self.masks + other.masks, f"{self.text},{other.text}")
+
+    def mask(self, ids):
+        """A bool array: which of `ids` (any integer array) are kept."""
+        ids = np.asarray(ids, np.uint32) & np.uint32(0x1FFFFFFF)
+        keep = np.zeros(len(ids), bool)
+        for lo, hi in self.ranges:
+            keep |= (ids >= lo) & (ids <= hi)
+        for v, m in self.masks:
+            keep |= (ids & np.uint32(m)) == (v & m)
+        return keep
+
+    def require(self, ids, what="the input"):
+        """Raise NotFoundError, listing the ids there are, when none of `ids` is kept."""
+        ids = np.asarray(ids)
+        if len(ids) and self.mask(ids).any():
+            return
+        seen = np.unique(ids & 0x1FFFFFFF)
+        shown = ", ".join(f"0x{int(i):X}" for i in seen[:40]) + (" ..." if len(seen) > 40 else "")
+        from ..errors import NotFoundError
+        raise NotFoundError(f"--id {self.text} matches no frame of {what}; "
+                            f"its ids: {shown or 'none (no frames)'}")
+
+
+def parse_id_filter(text):
+    """An IdFilter from one --id value (argparse type)."""
+    ranges, masks = [], []
+    for term in (t.strip() for t in text.split(",")):
+        m = _ID_TERM.fullmatch(term)
+        if not m:
+            raise argparse.ArgumentTypeError(f"{term!r} is not a hex id, id range lo-hi or id/mask")
+        a, op, b = int(m[1], 16), m[2], int(m[3], 16) if m[3] else None
+        if max(a, b or 0) > 0x1FFFFFFF:
+            raise argparse.ArgumentTypeError(f"{term!r}: a CAN id has 29 bits (at most 0x1FFFFFFF)")
+        if op == "-":
+            if b < a:
+                raise argparse.ArgumentTypeError(f"{term!r}: the range is reversed")
+            ranges.append((a, b))
+        elif op == "/":
+            masks.append((a, b))
+        else:
+            ranges.append((a, a))
+    return IdFilter(ranges, masks, text)
+
+
+class _IdAction(argparse.Action):
+    def __call__(self, parser, namespace, values, option_string=None):
+        before = getattr(namespace, self.dest, None)
+        setattr(namespace, self.dest, values if before is None else before + values)
+
+
+def add_id_filter(p):
+    """--id (args.ids: an IdFilter, or None for every id)."""
+    p.add_argument("--id", dest="ids", type=parse_id_filter, action=_IdAction, metavar="IDS", help=ID_HELP)
+
+
+def hex_id(ident, extended):
+    """A CAN id as candump writes it: 3 hex digits standard, 8 extended."""
+    return f"{ident:08X}" if extended else f"{ident:03X}"
