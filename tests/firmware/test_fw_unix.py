@@ -1,0 +1,109 @@
+"""The firmware writer on its primary MicroPython test target: the real
+v1.28 unix port (tools/micropython_build.py, `logbc` built in), firmware/logb
+compiled to .mpy with viper for x64 unless a test says otherwise.
+
+Why this port and not Node's: a real filesystem (a file sink, the config
+file the SCHEMAs are restated from), a collector that runs when the heap
+fills (wasm's runs only between scripts), `-X heapsize` as a hard cap, the
+native emitter and the C module. What it cannot show, and where that is
+tested: a 32-bit port's 2**30 tick period and 31-bit small ints (an int
+>= 2**30 allocates) — test_fw_micropython.py on wasm, and the qemu Cortex-M3
+image; deflate compression (this port's `deflate` only decompresses) — wasm.
+
+Inputs are host folders passed on argv; every script prints one RESULT line.
+"""
+
+import io
+import json
+
+import pytest
+
+import logb
+
+import fwload
+import fwtools
+import mpreal
+import scenario
+
+pytestmark = pytest.mark.single_backend
+
+HERE = fwload.ROOT / "tests" / "firmware"
+# 64-bit port: ticks wrap at 2**62, so frames start far from it (the 2**30 wrap is wasm's test)
+START = 1_000_000
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory):
+    cfg, compiled = fwtools.compile_config()
+    d = tmp_path_factory.mktemp("unix-in")
+    (d / "config.lbcf").write_bytes(cfg)
+    (d / "frames.bin").write_bytes(fwtools.encode_frames(fwtools.synth_frames(compiled, 16000, start=START)))
+    return d, cfg, compiled
+
+
+def cpython_bytes(d, cfg, params):
+    items = scenario.parse_frames((d / "frames.bin").read_bytes())
+    sink = io.BytesIO()
+    clock = scenario.Clock(items[0][0])
+    w, _, sen = scenario.make_writer(sink, str(d / "config.lbcf") if params.get("cfg_path") else cfg, params, clock)
+    scenario.feed(w, sen, items, clock, 0, len(items))
+    scenario.finish(w, clock)
+    return sink.getvalue()
+
+
+def unix_scenario(d, params, tmp_path, lib=None, heap="4M"):
+    """mp_scenario.py on the unix port, recording into a real file. The heap
+    holds the 16,000 parsed input frames (~2 MB), not just the writer."""
+    ind = tmp_path / "in"
+    ind.mkdir(exist_ok=True)
+    for name in ("config.lbcf", "frames.bin"):
+        if not (ind / name).exists():
+            (ind / name).symlink_to(d / name)
+    (ind / "params.json").write_text(json.dumps(dict(params, sink="file")))
+    r = mpreal.run_unix(HERE / "mp_scenario.py", ind, tmp_path, heap=heap, lib=lib)
+    return fwtools.result_line(r.stdout), (tmp_path / "rec.logb").read_bytes()
+
+
+# the configurations test_fw_micropython.py runs on wasm
+PARAMS = [
+    {"segment_bytes": 48000, "cfg_path": True},
+    {"segment_bytes": 30000, "durability": "segment", "mirror": True, "flush_ms": 250},
+    {"segment_bytes": 70000, "page": 1024, "stream_bytes": 1024, "durability": "close", "cfg_path": True},
+]
+IDS = ["frame", "segment-mirror", "close-1k"]
+
+
+@pytest.mark.parametrize("params", PARAMS, ids=IDS)
+def test_same_bytes_as_cpython(inputs, params, tmp_path):
+    """Codec none: the unix port writes, into a file, the bytes CPython writes."""
+    d, cfg, _ = inputs
+    res, mp = unix_scenario(d, dict(params, lock=False), tmp_path)
+    assert res["crc"] == "c" and res["errors"] == 0
+    assert mp == cpython_bytes(d, cfg, params)
+    f = logb.LogbFile(mp)
+    assert f.report.clean and f.sessions[0].ended
+    if params.get("mirror"):  # every frame in the raw bus stream, routed ones also in their message stream
+        assert f.stream("can0").records == 16000
+    else:
+        assert sum(s.records for s in f.streams.values()) == 16000 + 16000 // 64
+
+
+@pytest.mark.parametrize("params", PARAMS, ids=IDS)
+def test_steady_state_runs_with_the_heap_locked(inputs, params, tmp_path):
+    """14,000 frames after warm-up (appends, poll(), sensor pend/finish, DATA
+    frames sealed and written to the file, segment rotations) run under
+    micropython.heap_lock(), and still write CPython's bytes."""
+    d, cfg, _ = inputs
+    res, mp = unix_scenario(d, params, tmp_path)
+    assert res["locked_ok"], "a steady-state call allocated (MemoryError under heap_lock)"
+    assert res["data_frames"] >= 150 and res["rotations"] >= 3
+    assert mp == cpython_bytes(d, cfg, params)
+
+
+def test_from_py_sources_same_bytes(inputs, tmp_path):
+    """The package as .py (compiled on the board, no viper-from-.mpy): same
+    bytes, steady state locked too."""
+    d, cfg, _ = inputs
+    params = {"segment_bytes": 48000, "cfg_path": True}
+    res, mp = unix_scenario(d, params, tmp_path, lib=fwload.FIRMWARE)
+    assert res["locked_ok"] and mp == cpython_bytes(d, cfg, params)
