@@ -1,7 +1,9 @@
 """logb.can.formats.mdf4 and `logb export --format mdf4`: MDF4 in the ASAM CAN bus-logging layout.
 asammdf reads back our frames, python-can's MF4Reader too, and asammdf's
-extract_bus_logging decodes the same signal values as logb.can.decode."""
+extract_bus_logging decodes the same signal values as logb.can.decode. The attached DBC
+opens in asammdf without errors (clean_dbc)."""
 
+import logging
 import pathlib
 
 import numpy as np
@@ -22,6 +24,8 @@ from test_can_formats import synthetic_trace  # noqa: E402
 ROOT = pathlib.Path(__file__).resolve().parents[2] / "shared"
 DBC = ROOT / "bench" / "trace.dbc"
 LANCER = ROOT / "data" / "traces" / "lancer-candump.log"
+DBCS = ROOT / "data" / "dbc"
+DURANGO = ROOT / "data" / "traces" / "durango-aconoff-candump.log"
 
 
 def _frames_of(trace):
@@ -87,6 +91,37 @@ def test_frames_read_back(tmp_path, compression):
     assert have == want
 
 
+def _same_signals(m, dbc, ours):
+    """asammdf's extract_bus_logging of the open MDF `m` with `dbc` decodes exactly `ours`
+    ({(message, signal): (axis µs, raw, phys, has value table)} from logb.can.decode): the same
+    signals, timestamps, raw values and physical values (asammdf turns value-table hits into
+    NaN when ignoring value-to-text conversions). Values logb masks (past a short frame's data)
+    are not compared: asammdf decodes the zero padding there. Returns the values compared."""
+    start_us = int(m.header.start_time.timestamp() * 1e6 + 0.5)
+    ext_mdf = m.extract_bus_logging({"CAN": [(str(dbc), 0)]})
+    theirs = {}
+    for gi, g in enumerate(ext_mdf.groups):
+        for ch in g.channels[1:]:
+            sig = ext_mdf.get(ch.name, gi)
+            message = next(k for k, v in sig.display_names.items() if v == "message").split(".")[0]
+            theirs[(message, ch.name)] = (sig, ext_mdf.get(ch.name, gi, raw=True))
+    assert sorted(theirs) == sorted(ours)
+    compared = 0
+    for k, (axis, raw, phys, has_table) in ours.items():
+        sig, sig_raw = theirs[k]
+        assert (np.round(sig.timestamps * 1e6).astype(np.int64) + start_us).tolist() == axis.tolist(), k
+        here = ~np.ma.getmaskarray(raw)
+        assert np.asarray(sig_raw.samples)[here].astype(np.int64).tolist() \
+            == np.ma.getdata(raw)[here].astype(np.int64).tolist(), k
+        s = np.asarray(sig.samples, np.float64)[here]
+        nan = np.isnan(s)
+        assert not nan.any() or has_table, k
+        assert s[~nan].tolist() == np.asarray(np.ma.getdata(phys), np.float64)[here][~nan].tolist(), k
+        compared += int(here.sum())
+    ext_mdf.close()
+    return compared
+
+
 @pytest.mark.skipif(not DBC.exists(), reason="../shared/bench/trace.dbc not present")
 def test_asammdf_decodes_what_we_decode(tmp_path):
     """All 126 signals of trace.dbc over random payloads: asammdf's extract_bus_logging on the
@@ -109,25 +144,9 @@ def test_asammdf_decodes_what_we_decode(tmp_path):
     m = asammdf.MDF(str(out))
     assert [a.file_name.name if hasattr(a.file_name, "name") else str(a.file_name) for a in m.attachments] \
         == ["trace.dbc"]
-    start_us = int(m.header.start_time.timestamp() * 1e6 + 0.5)
-    ext_mdf = m.extract_bus_logging({"CAN": [(str(DBC), 0)]})
-    theirs = {}
-    for gi, g in enumerate(ext_mdf.groups):
-        for ch in g.channels[1:]:
-            sig = ext_mdf.get(ch.name, gi)
-            message = next(k for k, v in sig.display_names.items() if v == "message").split(".")[0]
-            theirs[(message, ch.name)] = (sig, ext_mdf.get(ch.name, gi, raw=True))
-    assert len(ours) == len(theirs) == 126
-    for k, (axis, raw, phys, has_table) in ours.items():
-        sig, sig_raw = theirs[k]
-        assert (np.round(sig.timestamps * 1e6).astype(np.int64) + start_us).tolist() == axis.tolist(), k
-        assert np.asarray(sig_raw.samples).astype(np.int64).tolist() == raw.astype(np.int64).tolist(), k
-        s = np.asarray(sig.samples, np.float64)
-        nan = np.isnan(s)
-        assert not nan.any() or has_table, k
-        assert s[~nan].tolist() == np.asarray(phys, np.float64)[~nan].tolist(), k
+    assert len(ours) == 126
+    assert _same_signals(m, DBC, ours) > 6000
     m.close()
-    ext_mdf.close()
 
 
 @pytest.mark.skipif(not LANCER.exists(), reason="../shared/data/traces not present")
@@ -144,6 +163,71 @@ def test_real_trace_and_cli(tmp_path, capsys):
     assert [round(x.timestamp * 1e6) for x in msgs] == b.t.tolist()
     assert main(["export", str(lb), "--format", "mdf4", "--stream", "can0", "-o", str(tmp_path / "x.bin")]) == 0
     assert asammdf.MDF(str(tmp_path / "x.bin")).groups[0].channel_group.cycles_nr == len(b)
+
+
+@pytest.mark.skipif(not (DURANGO.exists() and DBCS.exists()), reason="../shared/data not present")
+@pytest.mark.parametrize("trace, dbc, note", [
+    (DURANGO, "fca_giorgio.dbc", "id with more than 11 bits and no extended flag, written as extended "
+                                 "(as logb decodes it): CAM_UNKNOWN_6 (0x1E36001E)"),
+    (LANCER, "opendbc-toyota_2017_ref_pt.dbc", "no CAN id (more than 29 bits), left out: BDB1F01_14, "),
+])
+def test_attached_dbc_opens_clean_and_still_decodes(trace, dbc, note, tmp_path, capfd, caplog):
+    """The real DBCs cantools refuses: asammdf opens the MF4 without a word from canmatrix,
+    cantools loads the attached DBC strictly, it holds every message logb compiled (ids and
+    signals), and asammdf decodes the trace with it exactly as logb does."""
+    from logb.can.dbc import load_dbc
+
+    lb, out = tmp_path / "l.logb", tmp_path / "l.mf4"
+    assert main(["import", str(trace), "--dbc", str(DBCS / dbc), "-o", str(lb)]) == 0
+    capfd.readouterr()
+    assert main(["export", str(lb), "-o", str(out)]) == 0
+    assert f"logb export: warning: MDF4: the attached {dbc}: {note}" in capfd.readouterr().err
+    with caplog.at_level(logging.DEBUG):
+        m = asammdf.MDF(str(out))
+    said = capfd.readouterr()
+    assert said.out == said.err == ""  # canmatrix printed "error with line no: 228" here
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+    try:
+        payload, name, _md5 = m.extract_attachment(0)
+        assert pathlib.Path(name).name == dbc
+        cleaned = cantools.database.load_string(payload.decode("utf-8"), database_format="dbc", strict=True)
+        db, *_, problems, _notes, placeholders = load_dbc(str(DBCS / dbc))
+        dropped = {p[0] for p in problems}
+        assert {(x.name, x.frame_id, x.is_extended_frame, tuple(g.name for g in x.signals)) for x in db.messages
+                if x.name not in dropped} \
+            == {(x.name, x.frame_id, x.is_extended_frame, tuple(g.name for g in x.signals)) for x in cleaned.messages}
+        assert len(dropped) == len(placeholders)
+        (tmp_path / dbc).write_bytes(payload)
+        with logb.LogbFile(str(lb)) as f:
+            ours = {(d.message, s): (d.axis, d.raw[s], d.phys[s], s in d.text) for d in decode_file(f)
+                    for s in d.phys}
+        assert _same_signals(m, tmp_path / dbc, ours) > 20_000
+    finally:
+        m.close()
+
+
+def test_clean_dbc_keeps_the_rest_byte_for_byte():
+    """Only what cantools refuses changes: a 12..29-bit id without the extended flag gets it
+    everywhere it is named; a pseudo message goes with its signals, comments (one holding
+    `;` and a line break), attributes and value tables; the rest is left as it was."""
+    head = 'VERSION ""\n\nBU_: A\n\nBO_ 100 Plain: 8 A\n SG_ S : 0|8@1+ (1,0) [0|255] "" A\n\n'
+    wide = 'BO_ 506855454 Wide: 1 A\n SG_ W : 0|8@1+ (1,0) [0|255] "" A\n\n'
+    pseudo = 'BO_ 1075054137 Pseudo: 8 A\n SG_ P : 0|8@1+ (1,0) [0|255] "" A\n\n'
+    tail = ('CM_ BO_ 100 "kept";\nCM_ SG_ 1075054137 P "gone; across\nlines";\nCM_ SG_ 506855454 W "wide";\n'
+            'BA_DEF_ BO_ "GenMsgCycleTime" INT 0 1000;\nBA_ "GenMsgCycleTime" BO_ 1075054137 100;\n'
+            'BA_ "GenMsgCycleTime" BO_ 100 10;\nVAL_ 1075054137 P 0 "off" 1 "on" ;\nVAL_ 100 S 0 "zero" ;\n')
+    cleaned, notes = mdf4.clean_dbc((head + wide + pseudo + tail).encode())
+    wide_ext = str(506855454 | 1 << 31)
+    assert cleaned.decode() == (head + wide.replace("506855454", wide_ext) + "\n"  # the pseudo block's blank line
+                                + 'CM_ BO_ 100 "kept";\n' + f'CM_ SG_ {wide_ext} W "wide";\n'
+                                + 'BA_DEF_ BO_ "GenMsgCycleTime" INT 0 1000;\nBA_ "GenMsgCycleTime" BO_ 100 10;\n'
+                                + 'VAL_ 100 S 0 "zero" ;\n')
+    assert notes == ["id with more than 11 bits and no extended flag, written as extended (as logb decodes it): "
+                     "Wide (0x1E36001E)", "no CAN id (more than 29 bits), left out: Pseudo"]
+    assert mdf4.clean_dbc(b"BO_ 100 M: 8 A\n SG_ S : 0|8@1+ (1,0) [0|255] \"\" A\n") == \
+        (b"BO_ 100 M: 8 A\n SG_ S : 0|8@1+ (1,0) [0|255] \"\" A\n", [])
+    payload, notes = mdf4.clean_dbc(b"BO_ 100 M: 8 A\n SG_ S : 0|8@9+ nonsense\n")
+    assert payload is None and notes[-1].startswith("cantools cannot load it (") and notes[-1].endswith("not attached")
 
 
 def test_bus_channel():

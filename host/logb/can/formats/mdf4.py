@@ -14,16 +14,22 @@ The master channel is float64 seconds after the header's start time: the
 measurement start of an imported trace, else the first frame (whole µs), in
 UTC; undated recordings start at the Unix epoch. Frames of every bus are merged
 in time order. The trace's attachment (the DBC a Logb file carries) is attached
-to the MDF file too (it is not applied: asammdf's extract_bus_logging does that).
+to the MDF file too (it is not applied: asammdf's extract_bus_logging does that),
+cleaned first of the message ids cantools refuses (clean_dbc): asammdf parses an
+attached DBC with canmatrix whenever the file is opened, and canmatrix prints
+"error with line no" for such a BO_ line and hangs that message's signals on the
+message before it.
 """
 
 import datetime
 import hashlib
 import os
+import re
 
 import numpy as np
 
 from .. import layout
+from ..dbc import EXT_BITS, EXTENDED, STD_BITS
 from ..layout import FLAG_BRS, FLAG_ERROR, FLAG_ESI, FLAG_EXTENDED, FLAG_FD, FLAG_REMOTE, FLAG_TX
 from .trace import merged
 
@@ -57,9 +63,60 @@ def bus_channel(name, index):
     return min(value, 255)
 
 
+_BO = re.compile(r"^[ \t]*BO_[ \t]+(\d+)[ \t]+(\w+)[ \t]*:", re.M)
+# a statement naming a message by id: CM_ BO_/SG_, BA_ ... BO_/SG_, VAL_, SIG_VALTYPE_, ... up to its
+# `;`, over lines and through quoted strings (comments span lines, and may hold `;`)
+_STATEMENT = re.compile(r'^[ \t]*(?:CM_|BA_|BA_REL_|VAL_|SIG_VALTYPE_|BO_TX_BU_|SG_MUL_VAL_|SIG_GROUP_)\b'
+                        r'(?:[^";]|"(?:[^"\\]|\\.)*")*;[ \t]*\n?', re.M)
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_ID_REF = r"(\b(?:BO_|SG_|VAL_|SG_MUL_VAL_|SIG_VALTYPE_|BO_TX_BU_|SIG_GROUP_)[ \t]+){}\b"
+
+
+def clean_dbc(payload):
+    """(DBC bytes for an MF4, notes): the DBC with the ids cantools refuses mended the way
+    logb.can.dbc compiles them: an id of 12..29 bits without DBC's extended flag (bit 31) gets
+    the flag; a message whose id is no CAN id (over 29 bits: a tool's pseudo message) is left
+    out with every statement naming it. Everything else is kept byte for byte. (None, notes)
+    when cantools cannot load even the cleaned text: then nothing is attached."""
+    import cantools
+
+    for encoding in ("utf-8", "cp1252", "latin-1"):  # latin-1 decodes anything
+        try:
+            text = payload.decode(encoding)
+            break
+        except UnicodeDecodeError:
+            continue
+    mended, dropped = [], []
+    for m in list(_BO.finditer(text)):
+        dbc_id, name = int(m.group(1)), m.group(2)
+        if dbc_id <= STD_BITS or (dbc_id & EXTENDED and dbc_id & ~EXTENDED <= EXT_BITS):
+            continue
+        ref = re.compile(_ID_REF.format(dbc_id))
+        if dbc_id <= EXT_BITS:
+            text = ref.sub(lambda r: f"{r.group(1)}{dbc_id | EXTENDED}", text)
+            mended.append(f"{name} (0x{dbc_id:X})")
+            continue
+        block = re.compile(rf"^[ \t]*BO_[ \t]+{dbc_id}[ \t]+\w+[ \t]*:[^\n]*\n?(?:[ \t]+SG_[^\n]*\n?)*", re.M)
+        text = block.sub("", text)
+        text = _STATEMENT.sub(lambda st: "" if ref.search(_STRING.sub('""', st.group(0))) else st.group(0), text)
+        dropped.append(name)
+    notes = []
+    if mended:
+        notes.append(f"id with more than 11 bits and no extended flag, written as extended (as logb decodes it): "
+                     f"{', '.join(mended)}")
+    if dropped:
+        notes.append(f"no CAN id (more than 29 bits), left out: {', '.join(dropped)}")
+    try:
+        cantools.database.load_string(text, database_format="dbc", strict=False)
+    except Exception as e:  # cantools raises several unrelated types for a DBC it cannot load
+        return None, notes + [f"cantools cannot load it ({str(e).splitlines()[0][:200]}); not attached"]
+    return text.encode(encoding), notes
+
+
 def write(trace, out, compression=2):
     """Write a Trace as MDF4 (4.10). compression: asammdf's 0 none, 1 deflate,
-    2 transposed + deflate. Returns no warnings: every frame fits."""
+    2 transposed + deflate. Returns warnings: only what clean_dbc changed in the DBC
+    (every frame fits)."""
     from asammdf import MDF, Signal
     from asammdf.blocks import v4_constants as v4c
     from asammdf.blocks.v4_blocks import SourceInformation
@@ -88,10 +145,13 @@ def write(trace, out, compression=2):
     mdf = MDF(version="4.10")
     mdf.header.start_time = start_time
     src = SourceInformation(source_type=v4c.SOURCE_BUS, bus_type=v4c.BUS_TYPE_CAN)
-    attachment = None
+    attachment, warnings = None, []
     if trace.attachments:  # asammdf links one embedded file to the groups
         name, payload = trace.attachments[0]
-        attachment = (payload, name, hashlib.md5(payload).digest())
+        payload, notes = clean_dbc(payload)
+        warnings = [f"MDF4: the attached {name}: {n}" for n in notes]
+        if payload is not None:
+            attachment = (payload, name, hashlib.md5(payload).digest())
     for group, sel in kinds.items():
         if not sel.any():
             continue
@@ -118,4 +178,4 @@ def write(trace, out, compression=2):
             mdf.save(out, compression=compression)
     finally:
         mdf.close()
-    return []
+    return warnings
