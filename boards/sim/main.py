@@ -80,6 +80,8 @@ def main():
     coolant = w.add_sensor("coolant", [("temp", "h", "degC", -40.0, 0.125)], device=arg("device", "sim-logger"))
     can = CanController()
     wall0 = int(simhw.trace_start_us())  # µs since 1970 of the trace's first frame
+    # split once into small ints: the fixes in the loop then allocate nothing (anchor_utc)
+    day0, sec0, us0 = wall0 // 86400000000, wall0 // 1000000 % 86400, wall0 % 1000000
     next_sample = simhw.ticks_us()
     next_fix = next_sample
     print("READY")
@@ -96,7 +98,10 @@ def main():
             next_sample = time.ticks_add(next_sample, 100000)
         if wall0 and time.ticks_diff(now, next_fix) >= 0:
             # the GPS fix: UTC of this moment of the trace (written after the records it dates)
-            w.anchor((wall0 + int(simhw.elapsed_us())) * 1000, source="gps", uncertainty_ns=100, t=now)
+            us = us0 + int(simhw.elapsed_us())
+            sec = sec0 + us // 1000000
+            w.anchor_utc(day0 + sec // 86400, sec % 86400, us % 1000000 * 1000, t=now, source="gps",
+                         uncertainty_ns=100)
             next_fix = time.ticks_add(next_fix, 10000000)
         w.poll()
         if k == 0 and simhw.can_done():
