@@ -107,3 +107,47 @@ def test_from_py_sources_same_bytes(inputs, tmp_path):
     params = {"segment_bytes": 48000, "cfg_path": True}
     res, mp = unix_scenario(d, params, tmp_path, lib=fwload.FIRMWARE)
     assert res["locked_ok"] and mp == cpython_bytes(d, cfg, params)
+
+
+LOCKED_PATHS = ["raw_bus", "per_message", "sensor_pend_finish", "sensor_append", "loss_counters", "anchors",
+                "poll", "flush", "segment_rotation"]
+
+
+@pytest.fixture(scope="module")
+def locked_run(inputs, tmp_path_factory):
+    d, _, compiled = inputs
+    out = tmp_path_factory.mktemp("unix-locked")
+    msgs = [[e.frame_id, e.extended, e.payload_len] for e in compiled.entries if not e.mux]
+    (out / "messages.json").write_text(json.dumps(msgs))
+    r = mpreal.run_unix(HERE / "mp_locked.py", d / "config.lbcf", out / "messages.json", out, heap="1M")
+    return fwtools.result_line(r.stdout), out
+
+
+@pytest.mark.parametrize("path", LOCKED_PATHS)
+def test_path_allocates_nothing(locked_run, path):
+    """Each steady-state path in its own section under heap_lock, after one
+    unlocked warm-up: no MemoryError, and the section did its work."""
+    res, _ = locked_run
+    assert res[path]["ok"], f"{path} allocated under heap_lock"
+    assert res[path]["did"] > 0, f"{path} ran but did not get to its work: {res[path]}"
+
+
+@pytest.mark.parametrize("path", LOCKED_PATHS)
+def test_locked_path_recording_reads_back(locked_run, path):
+    """What each locked section wrote decodes clean on the host, with what it counted."""
+    res, out = locked_run
+    if not res[path]["ok"]:
+        pytest.fail(f"{path} allocated: its recording was interrupted")
+    f = logb.LogbFile((out / f"{path}.logb").read_bytes())
+    assert f.report.clean and f.sessions[0].ended and res["totals"]["errors"] == 0
+    if path == "anchors":
+        assert len(f.sessions[0].anchors) == 250  # 50 warm-up + 200 locked
+    elif path == "loss_counters":
+        t = res["totals"]
+        assert t["lost_controller"] == t["expected"]["controller"] and t["lost_buffer"] == t["expected"]["buffer"]
+        assert t["lost_buffer"] > 1 << 30
+        meta = f.stream("can0").meta  # the final counters, as the host reads them
+        assert meta["logb.lost.controller"] == str(t["lost_controller"])
+        assert meta["logb.lost.buffer"] == str(t["lost_buffer"])
+    elif path == "segment_rotation":
+        assert len(f.segments) > res[path]["did"] >= 5
