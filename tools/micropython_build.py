@@ -46,6 +46,7 @@ NATMOD_ARCHS = ("x64", "armv6m", "armv7emsp")
 UNIX_FLAGS = ("VARIANT=standard", "MICROPY_PY_BTREE=0", "MICROPY_PY_SSL=0", "MICROPY_PY_FFI=0",
               "FROZEN_MANIFEST=")
 QEMU_BOARD = "MPS2_AN385"
+NATMOD_PYPI = ("pyelftools", "ar")  # what tools/mpy_ld.py imports (as elftools, ar)
 
 
 class BuildError(RuntimeError):
@@ -142,16 +143,43 @@ def _tools_env():
     return env
 
 
+def make_steps(tree, logb=ROOT):
+    """Every build as (target, folder, make arguments), in the order they run:
+    what the builders below run, and -- called with placeholder paths -- the
+    commands cbridge/micropython/README.md shows (tests/test_cbridge_micropython.py
+    checks the two agree). A natmod's folder is None: any empty folder holding
+    natmod_makefile(). `make -j` is left out: it is this tool's, not the build's."""
+    user_modules = logb / USER_MODULES.relative_to(ROOT)
+    steps = [("unix", tree / "ports" / "unix", [*UNIX_FLAGS, f"USER_C_MODULES={user_modules}"]),
+             ("mpy", tree / "mpy-cross", [])]
+    steps += [("natmod", None, [f"MPY_DIR={tree}", f"ARCH={arch}"]) for arch in NATMOD_ARCHS]
+    steps.append(("qemu", tree / "ports" / "qemu",
+                  [f"BOARD={QEMU_BOARD}", f"FROZEN_MANIFEST={logb / FIRMWARE.relative_to(ROOT) / 'manifest.py'}",
+                   f"USER_C_MODULES={user_modules}"]))
+    return steps
+
+
+def natmod_makefile(logb=ROOT):
+    """The one-line Makefile of a natmod build folder: dynruntime.mk's rules
+    want a Makefile in the folder make runs in."""
+    return f"include {logb / NATMOD.relative_to(ROOT) / 'Makefile'}\n"
+
+
+def _steps(p, target):
+    return [(folder, args) for t, folder, args in make_steps(p["tree"]) if t == target]
+
+
 def build_unix(p):
     _need("make", "the unix port")
     _need("gcc", "the unix port")
-    _make(list(UNIX_FLAGS) + [f"USER_C_MODULES={USER_MODULES}"], p["tree"] / "ports" / "unix",
-          log=p["base"] / "unix.log")
+    for folder, args in _steps(p, "unix"):
+        _make(args, folder, log=p["base"] / "unix.log")
 
 
 def build_mpy(p):
     _need("make", "mpy-cross")
-    _make([], p["tree"] / "mpy-cross", log=p["base"] / "mpy-cross.log")
+    for folder, args in _steps(p, "mpy"):
+        _make(args, folder, log=p["base"] / "mpy-cross.log")
 
 
 def build_natmod(p):
@@ -159,15 +187,15 @@ def build_natmod(p):
     env = _tools_env()
     probe = subprocess.run(["python3", "-c", "import elftools, ar"], env=env, capture_output=True)
     if probe.returncode != 0:
-        raise ToolMissing("pyelftools and ar (PyPI) are not installed for mpy_ld.py (tools/setup.d/30-firmware.sh)")
-    for arch in NATMOD_ARCHS:
+        raise ToolMissing(f"{' and '.join(NATMOD_PYPI)} (PyPI) are not installed for mpy_ld.py "
+                          "(tools/setup.d/30-firmware.sh)")
+    for arch, (_, args) in zip(NATMOD_ARCHS, _steps(p, "natmod"), strict=True):
         if arch != "x64":
             _need("arm-none-eabi-gcc", f"the {arch} natmod")
         out = p["natmod"][arch].parent
         out.mkdir(parents=True, exist_ok=True)
-        # A one-line Makefile here: the natmod's rules want a Makefile beside the build folder.
-        (out / "Makefile").write_text(f"include {NATMOD / 'Makefile'}\n")
-        _make([f"MPY_DIR={p['tree']}", f"ARCH={arch}"], out, env=env, log=out / "build.log")
+        (out / "Makefile").write_text(natmod_makefile())
+        _make(args, out, env=env, log=out / "build.log")
 
 
 def build_qemu(p):
@@ -178,8 +206,8 @@ def build_qemu(p):
         build_mpy(p)  # first, on its own: the port's make would pass FROZEN_MANIFEST down into mpy-cross's
     if p["qemu"].exists() and p["qemu_stamp"].exists() and p["qemu_stamp"].read_text() == want:
         return
-    _make([f"BOARD={QEMU_BOARD}", f"FROZEN_MANIFEST={FIRMWARE / 'manifest.py'}",
-           f"USER_C_MODULES={USER_MODULES}"], p["tree"] / "ports" / "qemu", log=p["base"] / "qemu.log")
+    for folder, args in _steps(p, "qemu"):
+        _make(args, folder, log=p["base"] / "qemu.log")
     p["qemu_stamp"].write_text(want)
 
 

@@ -1,8 +1,11 @@
 // MicroPython bindings of the cbridge kernels, shared by the user C module
-// (modlogbc.c, built into a firmware) and the dynamic native module
-// (natmod/logbc_natmod.c, a .mpy loaded at run time). Include it after
-// "py/runtime.h" or "py/dynruntime.h". Every buffer is bounds-checked before
-// the kernel runs; nothing here allocates.
+// (logbc/modlogbc.c, built into a firmware) and the dynamic native module
+// (natmod/logbc_natmod.c, a .mpy loaded at run time): each #includes this file
+// after its runtime header ("py/runtime.h" or "py/dynruntime.h"), so it is
+// not compiled on its own. It is a .c, not a .h, for the firmware build:
+// makeqstrdefs.py attributes the MP_ERROR_TEXT strings it collects to a .c
+// source, and fails on them in a header. Every buffer is bounds-checked
+// before the kernel runs; nothing here allocates.
 //
 // Python API (module `logbc`):
 //   crc32c(data, crc=0) -> int                  CRC-32C (portable slice-by-8 / bytewise)

@@ -2,20 +2,16 @@
 #   make USER_C_MODULES=/path/to/logb/cbridge/micropython/micropython.cmake   (which includes this file)
 add_library(usermod_logbc INTERFACE)
 
-set(LOGBC_GLUE ${CMAKE_CURRENT_LIST_DIR}/..)
-set(LOGBC_CBRIDGE ${CMAKE_CURRENT_LIST_DIR}/../..)
-
+# The same two sources as micropython.mk: the bindings and the kernels.
 target_sources(usermod_logbc INTERFACE
     ${CMAKE_CURRENT_LIST_DIR}/modlogbc.c
-    ${LOGBC_CBRIDGE}/crc32c.c
-    ${LOGBC_CBRIDGE}/bits.c
-    ${LOGBC_CBRIDGE}/transpose.c
-    ${LOGBC_CBRIDGE}/tails.c
+    ${CMAKE_CURRENT_LIST_DIR}/kernels.c
 )
 
+# logbc_glue.c (one up) and logb_cbridge.h (two up)
 target_include_directories(usermod_logbc INTERFACE
-    ${LOGBC_GLUE}
-    ${LOGBC_CBRIDGE}
+    ${CMAKE_CURRENT_LIST_DIR}/..
+    ${CMAKE_CURRENT_LIST_DIR}/../..
 )
 
 # 1 KiB instead of 8 KiB of CRC tables on small parts: uncomment.
