@@ -2,6 +2,7 @@
 `logb decode`, `logb dbc`), against cantools."""
 
 import csv
+import datetime
 import json
 
 import numpy as np
@@ -215,16 +216,18 @@ def test_cli_decode_csv_parquet(recording, tmp_path, capsys):
     assert code == 0
     with open(out) as fh:
         rows = list(csv.DictReader(fh))
-    assert list(rows[0])[:3] == ["time_s", "bus", "message"] and "Engine.Gear.text" in rows[0]
+    # a dated recording shows UTC (issue 14: decode used to write axis seconds where plot showed UTC)
+    assert list(rows[0])[:3] == ["time_utc", "bus", "message"] and "Engine.Gear.text" in rows[0]
     first = next(r for r in rows if r["message"] == "Engine")
     i = next(i for i in range(len(t)) if ids[i] == 0x100 and not flags[i] & 6)
-    assert float(first["time_s"]) == t[i] / 1e6
+    when = datetime.datetime.fromisoformat(first["time_utc"])
+    assert first["time_utc"].endswith("Z") and round(when.timestamp() * 1e6) == t[i]
     want = cantools.database.load_string(DBC).get_message_by_name("Engine").decode(bytes(data[i]), decode_choices=False)
     assert float(first["Engine.Speed"]) == want["Speed"] and first["Body.Door"] == ""
     pq = pytest.importorskip("pyarrow.parquet")
     out2 = tmp_path / "s.parquet"
     assert run(capsys, "decode", path, "--dbc", DBC_PATH(tmp_path), "--layout", "long", "--signals", "Speed",
-               "-o", out2)[0] == 0
+               "--time", "relative", "-o", out2)[0] == 0
     table = pq.read_table(out2)
     assert set(table.column("signal").to_pylist()) == {"Speed"}
     assert table.schema.field("time_s").metadata[b"unit"] == b"s"

@@ -475,3 +475,32 @@ def signals_of(schema):
         else:
             out.append(SignalField(name, f, f.conversion, companion.conversion if companion else None, f.unit))
     return out
+
+
+def merge_compiled(named):
+    """One CompiledDbc from several [(file name, CompiledDbc)] of one bus, and the
+    conflicts [(what, reason)]: the first file given wins a message name or an id
+    match (mask included) that a later file defines again, which is left out (as a
+    device routing first match would never reach it)."""
+    (first_name, first), rest = named[0], named[1:]
+    entries = list(first.entries)
+    owner = {e.name: first_name for e in entries}
+    matches = {(e.match_id, e.match_mask, e.mux.label if e.mux else ""): (first_name, e.name) for e in entries}
+    conflicts, problems, notes = [], list(first.problems), list(first.notes)
+    for name, c in rest:
+        problems += c.problems
+        notes += c.notes
+        for e in c.entries:
+            key = (e.match_id, e.match_mask, e.mux.label if e.mux else "")
+            if e.name in owner:
+                conflicts.append((e.name, f"in {owner[e.name]} and {name}: {owner[e.name]}'s is used"))
+            elif key in matches:
+                kept_file, kept = matches[key]
+                conflicts.append((e.name, f"{name}: id 0x{e.frame_id:X} is {kept} of {kept_file}, which is used"))
+            else:
+                entries.append(e)
+                owner[e.name] = name
+                matches[key] = (name, e.name)
+    entries.sort(key=lambda e: -bin(e.match_mask).count("1"))  # stable: first file first within a class
+    fd = any(c.fd for _, c in named)
+    return replace(first, entries=entries, problems=problems, notes=notes, fd=fd), conflicts

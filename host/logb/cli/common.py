@@ -421,9 +421,10 @@ class Timeline:
         """(name, values) of the time column: time_utc (int64 ns), time_s (relative) or device_time_s."""
         if basis == "utc":
             return "time_utc", self.wall_ns
+        # rounded to the tick: float seconds since 1970 carry noise below it
         if basis == "relative":
-            return "time_s", self.relative_s
-        return "device_time_s", self.device_s
+            return "time_s", np.round(self.relative_s, self.digits)
+        return "device_time_s", np.round(self.device_s, self.digits)
 
     def texts(self, basis):
         """The time column as the strings a person reads."""
@@ -575,3 +576,44 @@ def add_id_filter(p):
 def hex_id(ident, extended):
     """A CAN id as candump writes it: 3 hex digits standard, 8 extended."""
     return f"{ident:08X}" if extended else f"{ident:03X}"
+
+
+def device_window(f, window):
+    """--window as (T0, T1) seconds on the recording's axis (what the readers' window
+    arguments take), or None. Relative seconds count from file_origin_s; a UTC end is
+    mapped through the session's time base (unix, or its anchors), which needs one
+    session unless every session is unix. An open end reaches 1e9 s (about 32
+    years) past the start: far enough, and in int64 ticks at ns."""
+    if window is None:
+        return None
+    origin = file_origin_s(f) or 0.0
+    ends = []
+    for point, far in ((window.lo, origin - 1e9), (window.hi, origin + 1e9)):
+        if point is None:
+            ends.append(far)
+        elif point[0] == "s":
+            ends.append(origin + point[1])
+        else:
+            ends.append(_axis_s_of_wall(f, point[1]))
+    if ends[0] > ends[1]:
+        raise UsageError(f"--window {window.text}: T0 is after T1 (reversed?)")
+    return tuple(ends)
+
+
+def _axis_s_of_wall(f, ns):
+    """The axis seconds of UTC nanoseconds `ns` (the inverse of the sessions' clock)."""
+    sessions = f.sessions
+    if sessions and all(s.time_base == "unix" for s in sessions):
+        return ns / 1e9
+    dated = [s for s in sessions if s.basis != "undated"]
+    if not dated or len(sessions) > 1:
+        why = "undated" if not dated else "of several writer sessions, not all unix"
+        raise UsageError(f"--window {utc_text([ns])[0]}: this recording is {why}; give seconds after its start")
+    anchors = sorted(dated[0].anchors, key=lambda a: a.axis_ns)
+    walls = np.array([a.wall_ns for a in anchors], np.float64)
+    axes = np.array([a.axis_ns for a in anchors], np.float64)
+    if len(anchors) == 1 or ns <= walls[0]:
+        return (ns - walls[0] + axes[0]) / 1e9
+    if ns >= walls[-1]:
+        return (ns - walls[-1] + axes[-1]) / 1e9
+    return float(np.interp(ns, walls, axes)) / 1e9
