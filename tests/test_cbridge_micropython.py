@@ -211,7 +211,7 @@ def test_the_check_script_catches_a_wrong_result(tmp_path, unix_cases):
         check([unix_cases[0], (case, dict(want, crc=want["crc"] ^ 1))], results, lambda f: f is None)
 
 
-def test_crc32c_update_allocates_nothing_and_heap_lock_is_live(tmp_path):
+def test_heap_lock_refuses_allocation(tmp_path):
     # heap_lock() really refuses allocation in this build: what makes the crc cases' locked loop a proof
     script = tmp_path / "locked.py"
     script.write_text("import micropython\nmicropython.heap_lock()\ntry:\n    x = bytearray(100)\n"
@@ -220,10 +220,19 @@ def test_crc32c_update_allocates_nothing_and_heap_lock_is_live(tmp_path):
     assert mpreal.run_unix(script, lib=tmp_path).stdout.strip() == "refused"
 
 
+def test_firmware_crc_hook_picks_the_built_in_logbc(tmp_path):
+    # firmware/logb/crc.py (as .mpy, as deployed) chooses logbc.crc32c_update over viper
+    data = random.Random(7).randbytes(1000)
+    script = tmp_path / "hook.py"
+    script.write_text(f"import logb.crc as c\nd = {data!r}\nprint(c.backend, c.crc32c(d[500:], c.crc32c(d[:500])))\n")
+    assert mpreal.run_unix(script).stdout.split() == ["c", str(oracle(data))]
+
+
 def test_make_port_objects_stay_in_the_build_folder():
     # py.mk puts a source listed outside USER_C_MODULES beside the port (ports/unix/crc32c.o),
     # where every variant and board would share it; logbc/kernels.c keeps them inside build-*/
     mpreal.built("unix")
+    mpreal.built("qemu")
     tree = mb.paths()["tree"]
     for port in ("unix", "qemu"):
         assert not list((tree / "ports" / port).glob("*.o")), port

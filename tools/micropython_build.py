@@ -10,7 +10,7 @@ Targets (default: all):
             `-X heapsize=64K`, VfsFat/VfsLfs2
     mpy     mpy-cross from the same tree (the .mpy format this interpreter loads)
     natmod  cbridge/micropython/natmod as logbc.mpy for x64 (imported by the
-            unix port) and armv6m / armv7emsp (compiled and linked only)
+            unix port), armv6m (run by the qemu image) and armv7emsp
     qemu    the qemu port for MPS2_AN385 (Cortex-M3) with `logbc` built in and
             firmware/logb frozen in (firmware/manifest.py)
 
@@ -18,6 +18,8 @@ The cache lives in $LOGB_MP_CACHE (default ~/.cache/logb/micropython), one
 folder per key: the tarball's hash and the hash of the cbridge sources, so a
 C edit builds a fresh tree. Inside a key, make runs incrementally: the qemu
 image is remade when a firmware module changes (its stamp holds their hash).
+make_steps() lists each build's folder and make arguments;
+cbridge/micropython/README.md shows the same commands (tested).
 What needs a missing tool (make, gcc, arm-none-eabi-gcc, pyelftools) raises
 ToolMissing naming it; any other failure raises BuildError with make's tail.
 """
