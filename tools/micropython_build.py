@@ -237,7 +237,24 @@ def ensure(*targets):
         for t in targets or TARGETS:
             if not _built(p, t):
                 BUILDERS[t](p)
+    _prune(p["base"])
     return p
+
+
+def _prune(keep):
+    """Remove the trees of other keys (each C edit makes one, ~100 MB) that no
+    one is building in or using right now (their lock is free)."""
+    for lockfile in keep.parent.glob("*.lock"):
+        old = lockfile.with_suffix("")
+        if old == keep:
+            continue
+        with open(lockfile, "w") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue
+            shutil.rmtree(old, ignore_errors=True)
+            lockfile.unlink()
 
 
 def main(argv=None):
