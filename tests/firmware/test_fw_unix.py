@@ -151,3 +151,67 @@ def test_locked_path_recording_reads_back(locked_run, path):
         assert meta["logb.lost.buffer"] == str(t["lost_buffer"])
     elif path == "segment_rotation":
         assert len(f.segments) > res[path]["did"] >= 5
+
+
+def synth_dbc(n, path):
+    """A DBC of n 8-byte messages, one signal each (the RAM sweep's configs)."""
+    lines = ['VERSION ""', "", "NS_ :", "", "BS_:", "", "BU_: ECU", ""]
+    for i in range(n):
+        lines += [f"BO_ {0x100 + i} M{i}: 8 ECU", f' SG_ S{i} : 0|16@1+ (1,0) [0|65535] "" Vector__XXX', ""]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def ram_run(tmp_path, n, heap):
+    """mp_ram.py for n message streams (n=20: the shared bench DBC) under a heap cap."""
+    if n == 20:
+        cfg, compiled = fwtools.compile_config()
+    else:
+        cfg, compiled = fwtools.compile_config(dbc=synth_dbc(n, tmp_path / f"m{n}.dbc"))
+    (tmp_path / f"c{n}.lbcf").write_bytes(cfg)
+    msgs = [[e.frame_id, e.extended, e.payload_len] for e in compiled.entries if not e.mux]
+    assert len(msgs) == n
+    (tmp_path / f"m{n}.json").write_text(json.dumps(msgs))
+    r = mpreal.run_unix(HERE / "mp_ram.py", tmp_path / f"c{n}.lbcf", tmp_path / f"m{n}.json", heap=heap)
+    return fwtools.result_line(r.stdout)
+
+
+# The 64 KiB goal is a 32-bit board's (test_fw_micropython.py measures it on
+# wasm): on this 64-bit port every object slot is 8 bytes, the package from
+# .mpy holds ~47 KiB after import and the 20-stream writer ~33 KiB more.
+FITS_X64 = "128K"
+
+
+def test_ram_20_message_streams(tmp_path):
+    """The 20 message streams of the shared bench DBC plus the raw bus stream,
+    from .mpy under a hard heap cap: start-up fits, and 6,000 frames with a
+    segment every 20,000 bytes run with the heap locked."""
+    ram = ram_run(tmp_path, 20, FITS_X64)
+    assert ram["memory_error"] is None and ram["streams"] == 21
+    print(f"RAM x64 .mpy: interpreter {ram['base']} B, code {ram['code'] - ram['base']} B, "
+          f"writer state {ram['writer'] - ram['inputs']} B, live total {ram['writer']} B, "
+          f"start-up transient {ram['init_peak']} B")
+    assert ram["steady_locked_ok"], "the steady state allocated (MemoryError under heap_lock)"
+    assert ram["frames"] > 100 and ram["segments"] > 5
+
+
+@pytest.mark.parametrize("n, heap", [(20, "64K"), (50, FITS_X64)])
+def test_a_config_that_does_not_fit_fails_with_memory_error(tmp_path, n, heap):
+    """Too many streams for the heap: the writer's start-up raises MemoryError
+    (it must not pass by growing the heap: -X heapsize is a hard cap)."""
+    ram = ram_run(tmp_path, n, heap)
+    assert ram["memory_error"] == "writer", ram
+    assert ram["heap"] <= {"64K": 64 << 10, FITS_X64: 128 << 10}[heap] + 1024
+
+
+def test_ram_sweep(tmp_path):
+    """Live heap by message streams (1, 5, 20, 50, plus the raw bus stream):
+    the writer's state grows with the streams and nothing else."""
+    rows = {n: ram_run(tmp_path, n, "512K") for n in (1, 5, 20, 50)}
+    for n, r in rows.items():
+        assert r["memory_error"] is None and r["streams"] == n + 1, r
+        print(f"RAM x64 .mpy, {n} message streams: writer state {r['writer'] - r['inputs']} B, "
+              f"live {r['writer']} B, start-up peak {r['init_peak']} B")
+    per = [(rows[b]["writer"] - rows[b]["inputs"] - rows[a]["writer"] + rows[a]["inputs"]) / (b - a)
+           for a, b in ((1, 5), (5, 20), (20, 50))]
+    assert all(500 < p < 2000 for p in per), per  # a 512-byte frame buffer and its stream, per message
