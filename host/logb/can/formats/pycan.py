@@ -37,11 +37,46 @@ def length_dlc_code(msg):
     return d if msg.is_remote_frame else layout.len_to_dlc(d)
 
 
-
 # python-can Message attribute -> Logb CAN flag (layout.FLAG_*); `tx` is `not is_rx`
 _MESSAGE_FLAGS = (("is_extended_id", FLAG_EXTENDED), ("is_remote_frame", FLAG_REMOTE),
                   ("is_error_frame", FLAG_ERROR), ("is_fd", FLAG_FD), ("bitrate_switch", FLAG_BRS),
                   ("error_state_indicator", FLAG_ESI))
+
+
+def message_flags(msg):
+    """The Logb CAN flags (layout.FLAG_*) of a python-can Message."""
+    flags = 0 if msg.is_rx else FLAG_TX
+    for attr, flag in _MESSAGE_FLAGS:
+        if getattr(msg, attr):
+            flags |= flag
+    return flags
+
+
+def frame_of(msg, width=layout.FD_PAYLOAD):
+    """(id, flags, DLC code, data) of a live python-can Message as a raw bus record of
+    `width` payload bytes holds it, or None when no such record holds it as given (SPEC
+    §13.1): an id outside 11 bits (29 extended or error), a data frame whose length is no
+    DLC's (FD table with is_fd, at most 8 without) or differs from msg.dlc, a payload
+    wider than the record. The caller counts those in `logb.lost.invalid`: a frame is
+    never written altered."""
+    flags = message_flags(msg)
+    ident = msg.arbitration_id
+    data = bytes(msg.data or b"")
+    if not 0 <= ident <= (0x1FFFFFFF if flags & (FLAG_EXTENDED | FLAG_ERROR) else 0x7FF) or len(data) > width:
+        return None
+    dlc = len(data) if msg.dlc is None else int(msg.dlc)
+    if flags & FLAG_REMOTE:  # dlc: the requested length (python-can's FD dlc is a length)
+        code = layout.len_to_dlc(dlc) if flags & FLAG_FD else dlc
+        return (ident, flags, code, b"") if 0 <= code <= 15 and not data else None
+    if flags & FLAG_ERROR:  # kept as the interface reported it
+        return ident, flags, min(max(dlc, 0), 15), data
+    if not flags & FLAG_FD and len(data) == 8 and 8 <= dlc <= 15:
+        return ident, flags, dlc, data  # classic DLC 9..15 carries 8 bytes
+    code = layout.len_to_dlc(len(data))
+    if dlc != len(data) or layout.DLC_LENGTHS[code] != len(data) or (len(data) > 8 and not flags & FLAG_FD):
+        return None
+    return ident, flags, code, data
+
 
 class Collector:
     """Gathers python-can Messages per bus into Bus columns."""
@@ -54,10 +89,7 @@ class Collector:
         r = self.rows.get(name)
         if r is None:
             r = self.rows[name] = ([], [], [], [], [], [False])
-        flags = extra_flags | (0 if msg.is_rx else FLAG_TX)
-        for attr, flag in _MESSAGE_FLAGS:
-            if getattr(msg, attr):
-                flags |= flag
+        flags = extra_flags | message_flags(msg)
         data = bytes(msg.data or b"")[:layout.FD_PAYLOAD]
         if msg.is_remote_frame:
             data = b""
