@@ -215,3 +215,38 @@ def test_ram_sweep(tmp_path):
     per = [(rows[b]["writer"] - rows[b]["inputs"] - rows[a]["writer"] + rows[a]["inputs"]) / (b - a)
            for a, b in ((1, 5), (5, 20), (20, 50))]
     assert all(500 < p < 2000 for p in per), per  # a 512-byte frame buffer and its stream, per message
+
+
+def test_crc_three_forms_match_the_host(tmp_path):
+    """crc.select("pure" | "viper" | "c"): each form, updated piece by piece at
+    odd split points, gives the host's CRC-32C over random buffers."""
+    import random
+    import struct
+
+    from logb.crc import crc32c
+
+    rnd = random.Random(15)
+    blob, want = bytearray(), []
+    for n in [0, 1, 3, 4, 5, 7, 8, 31, 64, 255, 1000, 4099] + [rnd.randrange(1, 3000) for _ in range(20)]:
+        data = rnd.randbytes(n)
+        cuts = sorted(rnd.randrange(n + 1) for _ in range(rnd.randrange(6))) if n else []
+        blob += struct.pack("<IB", n, len(cuts)) + struct.pack(f"<{len(cuts)}I", *cuts) + data
+        want.append(f"{crc32c(data):08x}")
+    (tmp_path / "bufs.bin").write_bytes(blob)
+    res = fwtools.result_line(mpreal.run_unix(HERE / "mp_crc.py", tmp_path / "bufs.bin", heap="1M").stdout)
+    for form in ("pure", "viper", "c"):
+        assert res[form]["backend"] == form
+        assert res[form]["crcs"] == want, form
+    assert res["c"]["is_logbc"] and not res["viper"]["is_logbc"] and not res["pure"]["is_logbc"]
+
+
+@pytest.mark.parametrize("form", ["pure", "viper", "c"])
+def test_recording_with_each_crc_form(inputs, tmp_path, form):
+    """A recording written with each CRC form: CPython's bytes, every frame's
+    CRC checked by the host reader (clean)."""
+    d, cfg, _ = inputs
+    params = {"segment_bytes": 48000, "cfg_path": True, "lock": False, "crc": form}
+    res, mp = unix_scenario(d, params, tmp_path)
+    assert res["crc"] == form
+    assert mp == cpython_bytes(d, cfg, params)
+    assert logb.LogbFile(mp).report.clean
