@@ -445,8 +445,11 @@ def test_cli_import_export(tmp_path, capsys):
     assert {b["name"]: b["fd"] for b in summary["buses"]} == {"can0": False, "can1": True}
     other = tmp_path / "in.txt"
     other.write_text(CANDUMP)
-    assert main(["import", str(other), "-o", str(lb)]) == 64
+    assert main(["import", str(other), "-o", str(lb)]) == 0  # the content tells the format (issue 14)
     assert main(["import", str(other), "--format", "candump", "-o", str(lb)]) == 0
+    assert main(["import", str(other), "--format", "asc", "-o", str(lb)]) == 64  # the content is candump
+    (tmp_path / "notes.txt").write_text("no trace here\n")
+    assert main(["import", str(tmp_path / "notes.txt"), "-o", str(lb)]) == 64
     assert main(["import", str(tmp_path / "missing.log"), "-o", str(lb)]) == 64
     with pytest.raises(SystemExit) as exc:
         main(["import", str(src), "-o", str(lb), "--segment-bytes", "0"])

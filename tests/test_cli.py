@@ -161,8 +161,12 @@ def test_export_csv_and_parquet_units(tmp_path, capsys):
     csv_path, pq_path = tmp_path / "all.csv", tmp_path / "all.parquet"
     assert run(capsys, "export", str(path), "--stream", "all", "--format", "csv", "-o", str(csv_path))[0] == 0
     header, row = csv_path.read_text().splitlines()
-    assert header.split(",")[:3] == ["run_id", "axis_ticks_1e-3s", "t"]
-    assert row.split(",")[:4] == ["7", "110", "5", "-2"]
+    # a dated session: UTC at the tick's resolution (issue 14: `axis_ticks_1e-3s` was no header to read)
+    assert header.split(",")[:3] == ["run_id", "time_utc", "t"]
+    assert row.split(",")[:4] == ["7", "1970-01-01T00:16:40.110Z", "5", "-2"]
+    assert run(capsys, "export", str(path), "--stream", "all", "--time", "device", "-o", str(csv_path))[0] == 0
+    header, row = csv_path.read_text().splitlines()
+    assert header.split(",")[1] == "device_time_s" and row.split(",")[1] == "0.11"
     assert run(capsys, "export", str(path), "--stream", "all", "-o", str(pq_path))[0] == 0
     table = pa.read_table(pq_path)
     assert table.schema.field("lin").metadata[b"unit"] == b"V"

@@ -313,7 +313,7 @@ def test_parquet_export_of_a_zero_width_bytes_field(tmp_path, capsys):
     with logb.Writer(str(path), time_base="relative") as w:
         w.add_stream(schema).write_batch({"n": [1, 2], "z": [b"", b""]})
     assert main(["export", str(path), "--stream", "s", "-o", str(out)]) == 0
-    assert pq.read_table(out).to_pydict() == {"run_id": [0, 0], "axis_ticks_1e-6s": [0, 10], "n": [1, 2],
+    assert pq.read_table(out).to_pydict() == {"run_id": [0, 0], "time_s": [0.0, 1e-05], "n": [1, 2],
                                               "z": [b"", b""]}
 
 

@@ -9,14 +9,18 @@ import numpy as np
 from ..can import formats
 from ..errors import InvalidSchemaError, UsageError
 from ..tables import AxisKind
-from .common import EXIT_DAMAGED, EXIT_OK, add_recover, column_values, open_logb, output
+from .common import (EXIT_DAMAGED, EXIT_OK, Timeline, add_id_filter, add_recover, add_time_arguments, column_values,
+                     file_origin_s, file_timeline, input_help, open_input, output, utc_text)
 
 HELP = "export one stream to CSV or Parquet, or CAN bus streams to candump/ASC/BLF/TRC/MDF4"
 DESCRIPTION = """\
-Write one stream as a table: run_id, the axis (integer ticks for time axes,
-with the tick 10^axis_exp s in the column name and metadata), then every
-field's physical value (identity fields keep their raw type). Parquet keeps
-each field's unit, description and raw type in the Arrow field metadata.
+Write one stream as a table: run_id, the time, then every field's physical
+value (identity fields keep their raw type). The time column is `time_utc`
+(ISO-8601; in Parquet a UTC timestamp) when the recording is dated, else
+`time_s`, seconds after the recording's start; --time chooses
+(`device_time_s`: the logger's own axis). A stream whose axis is not time
+has `axis_UNIT` instead. Parquet keeps each field's unit, description and
+raw type in the Arrow field metadata.
 
   logb export rec.logb --stream can0 --format parquet -o can0.parquet
 
@@ -24,81 +28,144 @@ CAN formats (candump .log, asc, blf, trc, mdf4 .mf4) write the CAN buses back
 as a trace (python-can) or an ASAM MDF4 bus-logging file (asammdf): every
 frame of each bus, also those a logger routed to per-message streams alone
 (`exclusive` routing, docs/SPEC.md §13.4); --stream then picks one bus
-(default: all).
+(default: all), --id the ids. FILE may itself be a trace (converted directly).
+--window (seconds after the start, or ISO-8601) keeps a time range, in both
+kinds of export.
 
   logb export rec.logb --format mdf4 -o rec.mf4
+  logb export drive.blf --id 0x100-0x1FF --window 10 20 -o part.log
 
 OUT is written to a temporary file beside it and renamed only when complete;
-an OUT that is the input is refused.
+an OUT that is the input is refused. On success one line says what was
+written.
 
 Exit status: 0 exported, 1 damaged or truncated input (what it holds is
 still exported), 2 not Logb, 64 usage error."""
 
 
 def add_arguments(p):
-    p.add_argument("file", help="a .logb file")
+    p.add_argument("file", help=input_help())
     p.add_argument("--stream", metavar="NAME|UUID", help="the stream to export (CAN formats: one bus; default all)")
     p.add_argument("--format", choices=("csv", "parquet") + tuple(formats.REGISTRY),
                    help="default: from the output's extension")
     p.add_argument("-o", "--output", required=True, metavar="OUT")
+    add_id_filter(p)
+    add_time_arguments(p)
     add_recover(p)
 
 
-def _table(stream):
+def _table(f, stream, args):
+    """(names, data, meta) of one stream, its rows in --window."""
     cols = stream.columns()
     s = stream.schema
-    axis_name = f"axis_ticks_1e{s.axis_exp}s" if s.axis_kind == AxisKind.time else f"axis_{s.axis_unit or 'value'}"
+    if s.axis_kind == AxisKind.time:
+        timeline = file_timeline(f, cols.axis, s.axis_exp)
+        basis = timeline.basis(args.time)
+        keep = timeline.select(args.window, f"stream {stream.name!r}") if len(cols.axis) else None
+        axis_name, axis = timeline.column(basis)
+        if basis == "utc":
+            axis = axis.astype("datetime64[ns]")
+        axis_meta = {"time": basis, "tick_s": f"1e{s.axis_exp}"}
+        if basis != "utc":
+            axis_meta["unit"] = "s"
+    else:
+        if args.window is not None or args.time is not None:
+            raise UsageError(f"stream {stream.name!r} has a {AxisKind(s.axis_kind).name} axis, not time: "
+                             f"--window and --time do not apply")
+        keep, axis_name, axis = None, f"axis_{s.axis_unit or 'value'}", cols.axis
+        axis_meta = {"unit": s.axis_unit, "axis_kind": AxisKind(s.axis_kind).name}
     names = ["run_id", axis_name]
-    data = [cols.run_id, cols.axis]
-    meta = [{}, {"unit": s.axis_unit, "axis_kind": AxisKind(s.axis_kind).name,
-                 "axis_exp": str(s.axis_exp)}]
+    data = [cols.run_id, axis]
+    meta = [{}, axis_meta]
     for fd in s.fields:
         names.append(fd.name)
         data.append(cols.phys(fd.name))
         meta.append({"unit": fd.unit, "description": fd.description})
+    if keep is not None:
+        data = [c[keep] for c in data]
     return names, data, meta
 
 
 def run(args, out):
     can_format = formats.REGISTRY.get(args.format) if args.format else formats.for_path(args.output)
     if can_format is not None:
-        return run_can(args, can_format)
+        return run_can(args, can_format, out)
     fmt = args.format or ("parquet" if args.output.endswith((".parquet", ".pq")) else "csv")
     if args.stream is None:
         raise UsageError("--stream is required for csv and parquet")
-    with output(args.output, [args.file]) as tmp, open_logb(args.file, recover=args.recover) as f:
+    if args.ids is not None:
+        raise UsageError("--id applies to the CAN formats (candump, asc, blf, trc, mdf4); "
+                         "for a table of frames use `logb dump --format candump` or decode")
+    with output(args.output, [args.file]) as tmp, open_input(args.file, recover=args.recover) as f:
         stream = f.stream(args.stream)
         if stream.schema is None:
             raise InvalidSchemaError(f"stream {stream.name!r} has no valid schema; nothing to export")
-        names, data, meta = _table(stream)
+        names, data, meta = _table(f, stream, args)
         (_csv if fmt == "csv" else _parquet)(tmp, names, data, meta)
         damaged = not f.report.clean or stream.rejected
+    rows = len(data[0]) if data else 0
+    print(f"wrote {args.output}: {rows} rows, {len(names)} columns of stream {stream.name!r} as {fmt}; "
+          f"time {names[1]}", file=out)
     return EXIT_DAMAGED if damaged else EXIT_OK
 
 
-def run_can(args, fmt):
+def run_can(args, fmt, out):
     """The raw bus streams (all, or the bus --stream names; every frame, whatever the routing)
-    as a trace file of format module `fmt`."""
+    as a trace file of format module `fmt`, in --id and --window."""
+    from ..can.formats.trace import select
+
     importlib.import_module(fmt.REQUIRES)  # missing: main.py gives the pip hint
+    if args.time is not None:
+        raise UsageError(f"--time: a {fmt.NAME} trace has its own time stamps (dated traces stay dated)")
     streams = [args.stream] if args.stream else None
-    with output(args.output, [args.file]) as tmp, open_logb(args.file, recover=args.recover) as f:
+    with output(args.output, [args.file]) as tmp, open_input(args.file, recover=args.recover) as f:
         trace = formats.read_logb(f, streams)  # NotFoundError: no such bus (exit 64)
         if not trace.buses:
             raise UsageError(f"{args.file}: no raw CAN bus stream to export")
+        if args.ids is not None:
+            args.ids.require(np.concatenate([b.id for b in trace.buses.values()]), args.file)
+            trace = select(trace, lambda b: args.ids.mask(b.id))
+        if args.window is not None:
+            trace = select(trace, _in_window(f, trace, args.window))
         warnings = fmt.write(trace, tmp)
         damaged = not f.report.clean
     for w in warnings:
         print(f"logb export: warning: {w}", file=sys.stderr)
+    buses = ", ".join(f"{name} {len(b)}" for name, b in sorted(trace.buses.items()))
+    print(f"wrote {args.output}: {trace.frames} frames as {fmt.NAME} ({buses})", file=out)
     return EXIT_DAMAGED if damaged else EXIT_OK
 
 
-def _csv(path, names, data, _meta):
-    columns = [column_values(c) for c in data]
+def _in_window(f, trace, window):
+    """keep(bus) for formats.trace.select: the frames inside `window`; raises
+    OutsideRecordingError when none is."""
+    scale = 10.0 ** trace.axis_exp
+    every = np.concatenate([b.t for b in trace.buses.values()])
+    origin = file_origin_s(f)
+    if trace.dated and not all(s.time_base == "unix" for s in f.sessions):
+        origin = None  # the trace's ticks are wall time, the origin axis time: count from its first frame
+
+    def timeline(t):
+        wall = t * 10 ** (9 + trace.axis_exp) if trace.dated and trace.axis_exp >= -9 else None
+        return Timeline(t * scale, wall, origin if origin is not None else every.min() * scale, trace.axis_exp)
+
+    timeline(every).select(window, "the buses")  # the error, when nothing is in it
+    return lambda b: timeline(b.t).select(window) if len(b) else np.zeros(0, bool)
+
+
+def _csv(path, names, data, meta):
+    columns = [utc_text(c.astype(np.int64), _digits(md)).tolist() if c.dtype.kind == "M" else column_values(c)
+               for c, md in zip(data, meta)]
     with open(path, "w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(names)
         for row in zip(*columns):
             w.writerow(["" if v is None else v for v in row])
+
+
+def _digits(md):
+    """Decimals of the second a UTC column shows: those of its tick."""
+    return min(max(-int(md["tick_s"][2:]), 0), 9)
 
 
 def _parquet(path, names, data, meta):
@@ -110,6 +177,8 @@ def _parquet(path, names, data, meta):
             arr = pa.array(col.data, mask=np.ma.getmaskarray(col))
         elif col.ndim == 2:  # fixed bytes; Parquet has no zero-width fixed type, so those are variable
             arr = pa.array([bytes(r) for r in col], pa.binary(col.shape[1] or -1))
+        elif col.dtype.kind == "M":
+            arr = pa.array(col).cast(pa.timestamp("ns", tz="UTC"))
         elif col.dtype == object:
             arr = pa.array(list(col))
         elif np.iscomplexobj(col):  # Arrow has no complex type: [re, im] pairs

@@ -2,7 +2,7 @@
 `Trace`, one `Bus` of numpy columns per channel, in the raw bus stream's terms
 (integer ticks, id, FLAG_* flags, the wire DLC code, zero-padded payload)."""
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -86,3 +86,12 @@ def payload_len(flags, code):
     if flags & FLAG_REMOTE:
         return 0
     return layout.dlc_to_len(code, fd=bool(flags & FLAG_FD))
+
+
+def select(trace, keep):
+    """The Trace with only the frames `keep(bus)` (a bool mask per Bus) keeps."""
+    buses = {}
+    for name, b in trace.buses.items():
+        m = keep(b)
+        buses[name] = Bus(name, b.t[m], b.id[m], b.flags[m], b.dlc[m], b.data[m])
+    return replace(trace, buses=buses)
