@@ -22,6 +22,13 @@ Both give what cantools' `Message.decode` gives frame by frame: the raw value
 `decode_choices=False`) and, for signals with a value table, the label (`text`,
 None where the table has no entry).
 
+J1939 multi-packet messages (TP.CM BAM or RTS/CTS with their TP.DT packets,
+logb.can.transport) are reassembled from the bus's frames and decoded like one
+frame of their PGN, at the time their last packet came, whichever source: with a
+DBC, and from per-message streams (the transport frames are in the raw bus stream
+of either routing). Only complete messages are decoded; `logb transport` lists the
+others and why. `Decoded.reassembled` counts the rows that are such messages.
+
 Missing is missing: a frame shorter than its message (its DLC says fewer bytes
 than the DBC) never carried the signals with a bit past its data. Their cells
 are masked (`raw` and `phys` columns are numpy masked arrays where any row
@@ -63,6 +70,7 @@ class Decoded:
     units: dict = field(default_factory=dict)
     rows: object = None  # decoding with a DBC: indices of these frames in the bus's frames (bus_frames)
     short: int = 0  # frames shorter than the message: their signals past the data are masked
+    reassembled: int = 0  # rows that are J1939 multi-packet messages (rows: each one's last TP.DT)
 
     def __len__(self):
         return len(self.axis)
@@ -227,11 +235,13 @@ def _selected(entry_name, message, messages):
 
 
 def decode_frames(compiled, axis, ids, flags, data, messages=None, signals=None, axis_exp=-6, bus=None,
-                  dlc=None):
+                  dlc=None, session=None, transport=True):
     """Decode raw frames (arrays of one bus) with a CompiledDbc: one Decoded per
     per-message stream that received frames, in the DBC's entry order. `dlc`: the
     frames' DLC codes, so that signals past a short frame's data are masked
-    (None: every frame carries its whole message)."""
+    (None: every frame carries its whole message). `transport`: when the DBC has
+    J1939 messages, reassemble J1939 TP transfers and decode the complete ones too
+    (`session`: the frames' session indices; a session boundary ends a transfer)."""
     data = np.asarray(data, np.uint8)
     if flags is None:
         flags = np.zeros(len(data), np.uint8)
@@ -240,19 +250,63 @@ def decode_frames(compiled, axis, ids, flags, data, messages=None, signals=None,
     entries = compiled.entries
     wanted = [i for i, e in enumerate(entries) if _selected(e.name, e.message, messages)]
     routed = route_rows(entries, keys, data, usable)
+    tp = None
+    if transport and any(e.j1939 for e in entries):
+        tp = _j1939_messages(entries, axis, ids, flags, dlc, data, axis_exp, session)
     axis = np.asarray(axis)
     out = []
     for i in wanted:
         rows = routed.get(i)
-        if rows is None:
+        more = tp.get(i) if tp else None
+        if rows is None and more is None:
             continue
         e = entries[i]
         if signals is not None and not any(_wanted(g.name, e.message, signals) for g in signals_of(e.schema)):
             continue
+        rows = np.zeros(0, np.int64) if rows is None else rows
         missing = None if dlc is None else missing_bytes(e.payload_len, dlc[rows], flags[rows])
-        raw, phys, text, units = decode_payloads(e.schema, gather(data, rows), signals, e.message, missing)
+        payloads, t = pad(gather(data, rows), e.payload_len), axis[rows]
+        if more is not None:  # multi-packet messages in time order among the frames (frames first on a tie)
+            m_rows, m_t, m_payloads, m_missing = more
+            order = np.argsort(np.concatenate([t, m_t]), kind="stable")
+            width = max(payloads.shape[1], m_payloads.shape[1])
+            payloads = np.concatenate([pad(payloads, width), pad(m_payloads, width)])[order]
+            rows, t = np.concatenate([rows, m_rows])[order], np.concatenate([t, m_t])[order]
+            if missing is None:
+                missing = np.zeros(len(order) - len(m_rows), np.int64)
+            missing = np.concatenate([missing, m_missing])[order]
+        raw, phys, text, units = decode_payloads(e.schema, payloads, signals, e.message, missing)
         out.append(Decoded(e.name, e.message, bus or compiled.bus, e.mux.label if e.mux else "",
-                           axis[rows], axis_exp, raw, phys, text, units, rows, _short(missing)))
+                           t, axis_exp, raw, phys, text, units, rows, _short(missing),
+                           0 if more is None else len(more[0])))
+    return out
+
+
+def _j1939_messages(routes, axis, ids, flags, dlc, data, axis_exp, session=None):
+    """{route index: (rows, ticks, payloads, missing bytes)} of the complete J1939 multi-packet
+    messages of a bus's frames, routed by the id their PGN would have in one frame (first
+    match, as frames are): rows are each message's last TP.DT, ticks its time. `routes`:
+    CompiledDbc entries or bus.Route objects."""
+    from .transport import reassemble
+
+    if dlc is None:
+        dlc = np.full(len(axis), layout.CLASSIC_PAYLOAD, np.uint8)
+    done = [m for m in reassemble(axis, ids, flags, dlc, data, True, None, axis_exp, session).messages
+            if m.complete]
+    if not done:
+        return {}
+    width = max(len(m.payload) for m in done)
+    payloads = np.zeros((len(done), width), np.uint8)
+    for k, m in enumerate(done):
+        payloads[k, :len(m.payload)] = np.frombuffer(m.payload, np.uint8)
+    sizes = np.array([len(m.payload) for m in done], np.int64)
+    rows = np.array([m.done_row for m in done], np.int64)
+    ticks = np.array([m.end for m in done], np.int64)
+    keys = np.array([m.can_id for m in done], np.uint32)
+    out = {}
+    for i, sel in route_rows(routes, keys, payloads).items():
+        n = routes[i].payload_len
+        out[i] = (rows[sel], ticks[sel], pad(payloads[sel], n)[:, :n], np.maximum(n - sizes[sel], 0))
     return out
 
 
@@ -307,6 +361,9 @@ def decode_file(f, dbc=None, messages=None, signals=None, window=None, source="a
                 continue
             if extra is None:
                 extra = _exclusive_leftovers(f, window)
+                tp = _transport_leftovers(f, window)
+                for uuid, parts in tp.items():
+                    extra.setdefault(uuid, []).extend(parts)
             # the payload bytes hold every signal: read them once, then extract
             # the signals over the whole stream at a time
             more = extra.get(s.uuid)
@@ -320,7 +377,8 @@ def decode_file(f, dbc=None, messages=None, signals=None, window=None, source="a
                 continue
             raw, phys, text, units = decode_payloads(s.schema, data, signals, message, missing)
             d = Decoded(s.name, message, meta.get("logb.can.bus", ""), meta.get("logb.can.mux", ""),
-                        axis, s.schema.axis_exp, raw, phys, text, units, short=_short(missing))
+                        axis, s.schema.axis_exp, raw, phys, text, units, short=_short(missing),
+                        reassembled=sum(len(p[1]) for p in tp.get(s.uuid, ())))
             out.append(d)
         return out
     groups = buses(f)
@@ -338,7 +396,7 @@ def decode_file(f, dbc=None, messages=None, signals=None, window=None, source="a
             compiled = compile_dbc(source, bus=s.name)
         b = group_frames(f, g, window)
         out += decode_frames(compiled, b.t, b.id, b.flags, b.data, messages, signals, b.axis_exp, bus=s.name,
-                             dlc=b.dlc)
+                             dlc=b.dlc, session=b.session)
     return out
 
 
@@ -382,6 +440,24 @@ def _exclusive_leftovers(f, window):
                 payload = pad(gather(data, rows), r.payload_len)[:, :r.payload_len]
                 missing = missing_bytes(r.payload_len, cols["dlc"][rows], cols["flags"][rows]).astype(np.uint8)
                 out.setdefault(r.stream.uuid, []).append((session[rows], ax, payload, missing))
+    return out
+
+
+def _transport_leftovers(f, window):
+    """{per-message stream uuid: [(session, axis, payloads, missing)]}: the complete J1939
+    multi-packet messages of the buses that have J1939 per-message streams, routed by those
+    streams' schema meta (the raw bus stream holds the TP frames whatever the routing)."""
+    out = {}
+    for g in buses(f):
+        routes = message_routes(f, g.streams[0].name)
+        if not any(r.stream.schema.meta_dict().get("logb.can.j1939") == "1" for r in routes):
+            continue
+        b = group_frames(f, g, window)
+        for i, (rows, ticks, payloads, missing) in _j1939_messages(routes, b.t, b.id, b.flags, b.dlc, b.data,
+                                                                   b.axis_exp, b.session).items():
+            s = routes[i].stream
+            ax = rescale(ticks, b.axis_exp, s.schema.axis_exp) if s.schema.axis_exp != b.axis_exp else ticks
+            out.setdefault(s.uuid, []).append((b.session[rows], ax, payloads, missing.astype(np.uint8)))
     return out
 
 

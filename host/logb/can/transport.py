@@ -196,6 +196,7 @@ class Message:
     notes: list = field(default_factory=list)  # timing and protocol deviations that did not stop it
     rows: list = field(default_factory=list)  # input row of every frame it was built from
     session: int = 0
+    done_row: int = -1  # the input row of the frame that ended it (an EndOfMsgAck may follow)
 
     @property
     def complete(self):
@@ -378,7 +379,7 @@ class Reassembler:
         self.strays.append(Stray(t, protocol, key, what, row, self._session))
 
     def _emit(self, msg, status=COMPLETE, detail=""):
-        msg.status, msg.detail = status, detail
+        msg.status, msg.detail, msg.done_row = status, detail, msg.rows[-1]
         self.messages.append(msg)
         return msg
 
