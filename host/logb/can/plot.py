@@ -1,23 +1,31 @@
-"""PNG plots of signals against time (matplotlib, Agg backend).
+"""Plots of signals against time: any image format matplotlib writes (Agg backend),
+chosen by the output's extension, or a self-contained interactive HTML page.
 
 A signal is named `Message.Signal` or `Signal` (CAN: decoded with
 logb.can.decode from the per-message streams, or from the raw bus streams
 with --dbc or the file's embedded DBC), or `STREAM.FIELD` (any stream with a
-time axis: the field's physical values). Signals sharing a unit share a panel,
-whose y axis is labelled with that unit. The x axis is wall-clock time (UTC)
-when every plotted record is dated (a unix session, or an anchored monotonic
-one), else seconds of the recording's axis.
+time axis: the field's physical values). `collect` finds them, `write` draws
+them against x values the caller chose (UTC nanoseconds, or seconds), one
+panel per unit or per signal; a signal without a unit never shares a panel.
+Discrete signals (value tables, single bits, integers with few levels) are
+drawn as steps: the value holds until the next frame.
 """
 
+import json
+import os
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import NotFoundError, NothingToDecodeError, UnknownSignalError
+from ..errors import NotFoundError, NothingToDecodeError, UnknownSignalError, UsageError
 from ..tables import DataType
-from .formats import wall_ns_of
 
 _PLOTTABLE = (DataType.uint, DataType.sint, DataType.float, DataType.bool)
+STEP_LEVELS = 32  # an integer signal with at most this many distinct values is a state, drawn as steps
+PANELS = ("unit", "signal")
+HTML_POINTS = 200_000  # per series in an HTML page; beyond it, min/max per bucket (the browser stays quick)
+# what matplotlib writes that is no plot a person opens (raw pixel buffers; pgf needs LaTeX)
+_NOT_IMAGES = {"raw", "rgba", "pgf"}
 
 
 @dataclass
@@ -29,6 +37,14 @@ class Series:
     session: object  # session index per record (array), or None when unknown
     values: np.ndarray  # float64
     steps: bool = False  # discrete states (a value table): drawn as steps
+
+    def discrete(self):
+        """Drawn as steps: a value table or a bit, or integers with few levels (a gear, a
+        counter, a status): interpolating between them draws values the bus never carried."""
+        if self.steps:
+            return True
+        v = self.values[np.isfinite(self.values)]
+        return bool(len(v)) and bool(np.all(v == np.round(v))) and len(np.unique(v)) <= STEP_LEVELS
 
 
 def _can_series(f, specs, dbc):
@@ -139,68 +155,260 @@ def available(f, dbc=None):
     return list(dict.fromkeys(names))
 
 
-def plot(f, specs, out, dbc=None, window=None, title=None, size=(11.0, 3.0)):
-    """Write a PNG of the signals `specs` to `out`. window: (t0, t1) seconds after the first
-    plotted record. Returns {"series": [...], "time": "utc"|"axis", "points": n}."""
+def formats():
+    """The output extensions `write` understands: html and what this matplotlib writes."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    from matplotlib.figure import Figure
+
+    images = set(Figure().canvas.get_supported_filetypes()) - _NOT_IMAGES
+    return ["html"] + sorted(images)
+
+
+def format_of(path):
+    """The format `path`'s extension asks for; UsageError listing the supported ones."""
+    ext = os.path.splitext(str(path))[1].lower().lstrip(".")
+    known = formats()
+    if ext not in known:
+        raise UsageError(f"{path}: cannot tell the plot format from {('.' + ext) if ext else 'no extension'}; "
+                         f"supported: {', '.join('.' + k for k in known)}")
+    return ext
+
+
+def panels_of(series, panels="unit"):
+    """Lists of series indices, one list per panel: per signal, or per unit (a signal
+    without a unit alone: 0.5 beside -2041 on one axis shows neither)."""
+    if panels not in PANELS:
+        raise UsageError(f"--panels {panels!r}: expected {' or '.join(PANELS)}")
+    groups = {}
+    for i, s in enumerate(series):
+        key = s.unit if panels == "unit" and s.unit else ("", i)
+        groups.setdefault(key, []).append(i)
+    return list(groups.values())
+
+
+def _ylabel(series, group):
+    unit = series[group[0]].unit
+    return unit if unit else "(no unit)"
+
+
+XLABELS = {"utc": "time (UTC)", "relative": "time [s] after the recording's start",
+           "device": "time [s] on the logger's axis"}
+
+
+def figure(series, xs, basis, panels="unit", title=None, size=(11.0, 3.0)):
+    """A matplotlib Figure of `series` against `xs` (per series: int64 UTC ns when `basis`
+    is "utc", else float seconds), one axes per panel, legends right of the data."""
     import matplotlib
 
     matplotlib.use("Agg", force=True)
     import matplotlib.dates as mdates
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
 
-    series = collect(f, specs, dbc)
-    # one time base for all: wall clock if every record is dated
-    walls = []
-    dated = True
-    one_clock = len(f.sessions) == 1 or all(x.time_base == "unix" for x in f.sessions)
-    for s in series:
-        if s.session is None and not one_clock:  # several clocks, and no way to tell which
-            walls.append(None)
-            dated = False
-            continue
-        session = np.zeros(len(s.axis), np.int32) if s.session is None else s.session
-        ns, ok = wall_ns_of(f, s.axis, s.axis_exp, session) if f.sessions else (None, False)
-        walls.append(ns)
-        dated &= ok
-    if dated:
-        xs = walls
-    else:
-        xs = [s.axis * (10 ** (s.axis_exp + 9)) if s.axis_exp >= -9 else s.axis // 10 ** (-9 - s.axis_exp)
-              for s in series]
-    t0 = min((int(x.min()) for x in xs if len(x)), default=0)
-    if window is not None:
-        lo, hi = t0 + int(round(window[0] * 1e9)), t0 + int(round(window[1] * 1e9))
-        for i, s in enumerate(series):
-            keep = (xs[i] >= lo) & (xs[i] <= hi)
-            xs[i], s.values = xs[i][keep], s.values[keep]
-    units = list(dict.fromkeys(s.unit for s in series))
-    fig, axes = plt.subplots(len(units), 1, sharex=True, squeeze=False,
-                             figsize=(size[0], max(2.2, size[1] * len(units)) + 0.6))
-    points, ylabels = 0, []
-    for panel, unit in zip(axes[:, 0], units):
-        for s, x in zip(series, xs):
-            if s.unit != unit:
-                continue
-            xv = x.astype("datetime64[ns]") if dated else x.astype(np.float64) * 1e-9
+    groups = panels_of(series, panels)
+    fig = Figure(figsize=(size[0], max(2.2, size[1] * len(groups)) + 0.6), layout="constrained")
+    axes = fig.subplots(len(groups), 1, sharex=True, squeeze=False)[:, 0]
+    for panel, group in zip(axes, groups):
+        for i in group:
+            s, x = series[i], xs[i]
+            xv = x.astype("datetime64[ns]") if basis == "utc" else np.asarray(x, np.float64)
             panel.plot(xv, s.values, label=s.label, linewidth=0.9,
-                       drawstyle="steps-post" if s.steps else "default",
+                       drawstyle="steps-post" if s.discrete() else "default",
                        marker="." if len(x) < 200 else None, markersize=3)
-            points += len(x)
-        ylabels.append(unit if unit else "(no unit)")
-        panel.set_ylabel(ylabels[-1])
+        panel.set_ylabel(_ylabel(series, group))
         panel.grid(True, alpha=0.3)
-        panel.legend(loc="upper right", fontsize="small")
-    bottom = axes[-1, 0]
-    if dated:
+        # outside the axes: a legend inside covers the data it names
+        panel.legend(loc="upper left", bbox_to_anchor=(1.005, 1.0), borderaxespad=0.0, fontsize="small")
+    bottom = axes[-1]
+    if basis == "utc":
         bottom.xaxis.set_major_formatter(mdates.ConciseDateFormatter(bottom.xaxis.get_major_locator()))
-        xlabel = "time (UTC)"
-    else:
-        xlabel = "time [s] (recording axis; not dated)"
-    bottom.set_xlabel(xlabel)
+    bottom.set_xlabel(XLABELS[basis])
     if title:
         fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(out, format="png", dpi=100)
-    plt.close(fig)
-    return {"series": [s.label for s in series], "time": "utc" if dated else "axis", "points": points,
-            "units": units, "ylabels": ylabels, "xlabel": xlabel}
+    return fig
+
+
+def write(series, xs, basis, out, fmt, panels="unit", title=None, size=(11.0, 3.0)):
+    """Write the plot to `out` (a path or binary file) in `fmt` (format_of). Returns
+    {"panels": [[label, ...], ...], "ylabels": [...], "xlabel": ..., "points": n,
+    "decimated": {label: points kept}} (HTML only decimates)."""
+    groups = panels_of(series, panels)
+    info = {"panels": [[series[i].label for i in g] for g in groups],
+            "ylabels": [_ylabel(series, g) for g in groups], "xlabel": XLABELS[basis],
+            "points": sum(len(x) for x in xs), "decimated": {}}
+    if fmt == "html":
+        page, info["decimated"] = html(series, xs, basis, groups, title)
+        if isinstance(out, (str, os.PathLike)):
+            with open(out, "w", encoding="utf-8") as fh:
+                fh.write(page)
+        else:
+            out.write(page.encode("utf-8"))
+        return info
+    fig = figure(series, xs, basis, panels, title, size)
+    fig.savefig(out, format=fmt, dpi=100)
+    return info
+
+
+def minmax(x, y, buckets):
+    """(x, y) cut to at most 2 * buckets points: per bucket of equal x width, the smallest
+    and the largest y at their own x, in x order, so every spike and dip stays visible."""
+    if len(x) <= 2 * buckets:
+        return x, y
+    x = np.asarray(x, np.float64)
+    edges = np.linspace(x[0], x[-1], buckets + 1)
+    b = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, buckets - 1)
+    starts = np.flatnonzero(np.r_[True, b[1:] != b[:-1]])  # x is sorted: buckets are runs
+    lo = np.minimum.reduceat(y, starts)
+    hi = np.maximum.reduceat(y, starts)
+    keep = np.zeros(len(x), bool)
+    # the first row of each run holding the run's minimum, and the one holding its maximum
+    run = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, len(x)]))
+    for target in (lo, hi):
+        hit = np.flatnonzero(y == target[run])
+        first = np.unique(run[hit], return_index=True)[1]
+        keep[hit[first]] = True
+    return x[keep], y[keep]
+
+
+def html(series, xs, basis, groups, title=None):
+    """(a self-contained HTML page, {label: points kept}): the data inline as JSON, the
+    drawing code inline (no network fetch); each series of more than HTML_POINTS points is
+    cut to min/max per bucket, and the page says so. In the browser: wheel zooms the time
+    axis, drag pans, double-click shows everything; each redraw is min/max per pixel."""
+    t0 = min((int(x.min()) for x in xs if len(x)), default=0) if basis == "utc" else 0
+    data, decimated = [], {}
+    for s, x in zip(series, xs):
+        sx = (np.asarray(x, np.int64) - t0) * 1e-9 if basis == "utc" else np.asarray(x, np.float64)
+        sy = np.asarray(s.values, np.float64)
+        ok = np.isfinite(sy)
+        sx, sy = sx[ok], sy[ok]
+        kx, ky = minmax(sx, sy, HTML_POINTS // 2)
+        if len(kx) < len(sx):
+            decimated[s.label] = len(kx)
+        data.append({"label": s.label, "unit": s.unit, "steps": s.discrete(), "n": int(len(sx)),
+                     "x": np.round(kx, 9).tolist(), "y": ky.tolist()})
+    notes = [f"{label}: {next(d['n'] for d in data if d['label'] == label):,} points, shown as the "
+             f"minimum and maximum of each of {HTML_POINTS // 2:,} equal time buckets ({kept:,} points)"
+             for label, kept in decimated.items()]
+    meta = {"title": title or "", "basis": basis, "t0_ns": t0, "xlabel": XLABELS[basis],
+            "panels": [{"ylabel": _ylabel(series, g), "series": g} for g in groups], "notes": notes}
+    payload = json.dumps({"meta": meta, "series": data}, separators=(",", ":")).replace("</", "<\\/")
+    return _PAGE.replace("@TITLE@", _escape(title or "logb plot")).replace("@DATA@", payload), decimated
+
+
+def _escape(text):
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+_PAGE = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>@TITLE@</title>
+<style>
+body{font:13px system-ui,sans-serif;margin:12px;color:#222}
+.row{display:flex;align-items:flex-start;margin-bottom:6px}
+canvas{border:1px solid #ccc;cursor:grab;flex:none}
+.legend{margin-left:8px;min-width:180px}.legend div{white-space:nowrap}
+.legend span{display:inline-block;width:14px;height:3px;margin-right:5px;vertical-align:middle}
+#notes{color:#a40;margin-top:8px}#help{color:#666}
+</style></head><body>
+<h3 id="title"></h3><div id="help">wheel: zoom time · drag: pan · double-click: everything</div>
+<div id="plots"></div><div id="xlabel"></div><div id="notes"></div>
+<script id="logb-data" type="application/json">@DATA@</script>
+<script>
+"use strict";
+const D = JSON.parse(document.getElementById("logb-data").textContent);
+const M = D.meta, COLORS = ["#1f77b4","#ff7f0e","#2ca02c","#d62728","#9467bd","#8c564b","#e377c2","#7f7f7f"];
+document.getElementById("title").textContent = M.title;
+document.getElementById("xlabel").textContent = M.xlabel;
+for (const n of M.notes) {
+  const d = document.createElement("div"); d.textContent = "decimated: " + n;
+  document.getElementById("notes").appendChild(d);
+}
+let lo = Infinity, hi = -Infinity;
+for (const s of D.series) if (s.x.length) { lo = Math.min(lo, s.x[0]); hi = Math.max(hi, s.x[s.x.length - 1]); }
+if (!(hi > lo)) { lo = (isFinite(lo) ? lo : 0) - 1; hi = lo + 2; }
+const FULL = [lo, hi]; let view = [lo, hi];
+const W = Math.max(400, Math.min(1400, window.innerWidth - 260)), H = 220, PAD = {l: 64, r: 8, t: 8, b: 22};
+function lower(a, v) {  // the first index with a[i] >= v (a sorted)
+  let i = 0, j = a.length;
+  while (i < j) { const m = (i + j) >> 1; if (a[m] < v) i = m + 1; else j = m; }
+  return i;
+}
+function tick(v) {
+  if (M.basis !== "utc") return +v.toPrecision(8) + " s";
+  return new Date(M.t0_ns / 1e6 + v * 1e3).toISOString().replace("T", " ").replace("Z", "");
+}
+const panels = M.panels.map(p => {
+  const row = document.createElement("div"); row.className = "row";
+  const c = document.createElement("canvas"); c.width = W; c.height = H; row.appendChild(c);
+  const leg = document.createElement("div"); leg.className = "legend"; leg.innerHTML = "<b></b>";
+  leg.firstChild.textContent = p.ylabel;
+  p.series.forEach((i, k) => {
+    const d = document.createElement("div"), sw = document.createElement("span"), s = D.series[i];
+    sw.style.background = COLORS[k % COLORS.length]; d.appendChild(sw);
+    d.appendChild(document.createTextNode(s.label + (s.steps ? " (steps)" : ""))); leg.appendChild(d);
+  });
+  row.appendChild(leg); document.getElementById("plots").appendChild(row);
+  return {c: c, p: p};
+});
+function draw() {
+  const [a, b] = view, pw = W - PAD.l - PAD.r, ph = H - PAD.t - PAD.b, sx = v => PAD.l + (v - a) / (b - a) * pw;
+  for (const {c, p} of panels) {
+    const g = c.getContext("2d"); g.clearRect(0, 0, W, H);
+    // per series and pixel column: first, min, max, last of the visible points
+    const cols = p.series.map(i => {
+      const s = D.series[i], out = [];
+      let i0 = Math.max(0, lower(s.x, a) - 1), i1 = Math.min(s.x.length, lower(s.x, b) + 1);
+      let px = -1, cur = null;
+      for (let k = i0; k < i1; k++) {
+        const x = Math.floor(sx(s.x[k])), y = s.y[k];
+        if (x !== px) { if (cur) out.push(cur); cur = {x: x, first: y, min: y, max: y, last: y}; px = x; }
+        else { cur.min = Math.min(cur.min, y); cur.max = Math.max(cur.max, y); cur.last = y; }
+      }
+      if (cur) out.push(cur); return out;
+    });
+    let ylo = Infinity, yhi = -Infinity;
+    for (const o of cols) for (const q of o) { ylo = Math.min(ylo, q.min); yhi = Math.max(yhi, q.max); }
+    if (!isFinite(ylo)) { ylo = 0; yhi = 1; }
+    if (yhi === ylo) { ylo -= 0.5; yhi += 0.5; }
+    const m = (yhi - ylo) * 0.05; ylo -= m; yhi += m;
+    const sy = v => PAD.t + (yhi - v) / (yhi - ylo) * ph;
+    g.strokeStyle = "#ddd"; g.fillStyle = "#444"; g.font = "11px sans-serif"; g.lineWidth = 1;
+    for (let k = 0; k <= 4; k++) { const v = ylo + (yhi - ylo) * k / 4, y = sy(v);
+      g.beginPath(); g.moveTo(PAD.l, y); g.lineTo(W - PAD.r, y); g.stroke(); g.fillText(+v.toPrecision(5), 2, y + 4); }
+    for (let k = 0; k <= 4; k++) { const v = a + (b - a) * k / 4, x = sx(v);
+      g.beginPath(); g.moveTo(x, PAD.t); g.lineTo(x, H - PAD.b); g.stroke();
+      g.fillText(tick(v), Math.min(Math.max(0, x - 40), W - 150), H - 6); }
+    g.save(); g.beginPath(); g.rect(PAD.l, PAD.t, pw, ph); g.clip();
+    cols.forEach((o, k) => {
+      const steps = D.series[p.series[k]].steps; g.strokeStyle = COLORS[k % COLORS.length]; g.beginPath();
+      o.forEach((q, n) => {
+        if (n === 0) g.moveTo(q.x, sy(q.first));
+        else if (steps) { g.lineTo(q.x, sy(o[n - 1].last)); g.lineTo(q.x, sy(q.first)); }
+        else g.lineTo(q.x, sy(q.first));
+        g.moveTo(q.x, sy(q.min)); g.lineTo(q.x, sy(q.max)); g.moveTo(q.x, sy(q.last));
+      });
+      if (steps && o.length) g.lineTo(W - PAD.r, sy(o[o.length - 1].last));
+      g.stroke();
+    });
+    g.restore();
+  }
+}
+function at(e, c) {  // the time under the pointer
+  const r = c.getBoundingClientRect();
+  return view[0] + (e.clientX - r.left - PAD.l) / (W - PAD.l - PAD.r) * (view[1] - view[0]);
+}
+for (const {c} of panels) {
+  c.addEventListener("wheel", e => { e.preventDefault(); const v = at(e, c), f = e.deltaY < 0 ? 0.8 : 1.25;
+    view = [v - (v - view[0]) * f, v + (view[1] - v) * f]; draw(); }, {passive: false});
+  let drag = null;
+  c.addEventListener("mousedown", e => { drag = {x: e.clientX, v: view.slice()}; });
+  window.addEventListener("mouseup", () => { drag = null; });
+  window.addEventListener("mousemove", e => { if (!drag) return;
+    const d = (e.clientX - drag.x) / (W - PAD.l - PAD.r) * (drag.v[1] - drag.v[0]);
+    view = [drag.v[0] - d, drag.v[1] - d]; draw(); });
+  c.addEventListener("dblclick", () => { view = FULL.slice(); draw(); });
+}
+draw();
+</script></body></html>
+"""
