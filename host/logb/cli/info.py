@@ -1,7 +1,9 @@
 """logb info: what a file holds and how intact it is."""
 
-from .common import EXIT_DAMAGED, EXIT_OK, add_recover, dumps, open_logb, schema_json
+import numpy as np
+
 from ..tables import AxisKind
+from .common import EXIT_DAMAGED, EXIT_OK, add_recover, dumps, file_timeline, input_help, open_input, schema_json
 
 HELP = "show sessions, segments, streams, runs, anchors, attachments and integrity"
 DESCRIPTION = """\
@@ -13,13 +15,22 @@ With --json the output is one JSON object (a public contract, see README):
   {"streams": [{"uuid", "name", "records", "rejected", ...}],
    "skipped": [{"start", "end", "cause"}], "truncated": bool, ...}
 
+The recording's start, end and duration (UTC when dated), per CAN bus its
+frames and distinct ids, and per per-message stream its CAN id. Streams
+without a record (a DBC's messages never on the bus) are counted, not
+listed, unless --all. FILE may be a CAN trace, read directly.
+
+  logb info drive.logb
+  logb info durango-candump.log --json
+
 Exit status: 0 intact, 1 damaged/truncated/rejected records, 2 not Logb,
 3 unsupported version."""
 
 
 def add_arguments(p):
-    p.add_argument("file", help="a .logb file, or - for standard input")
+    p.add_argument("file", help=input_help("a .logb file, - for standard input"))
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--all", action="store_true", help="also list the streams without records")
     add_recover(p)
 
 
@@ -39,6 +50,8 @@ def summary(f):
         }
         if s.schema is not None:
             entry.update(schema_json(s.schema))
+            if "logb.can.id" in entry["meta"] or "logb.can.id" in s.schema.meta_dict():
+                entry["can_id"] = s.schema.meta_dict().get("logb.can.id")
         streams.append(entry)
     return {
         "size": rep.size,
@@ -82,8 +95,44 @@ def summary(f):
         "truncated_at": rep.truncated_at,
         "notes": [n.as_json() for n in rep.notes],
         "frames": rep.frames,
+        "span": span(f),
+        "buses": buses(f),
         "clean": intact(f),
     }
+
+
+def span(f):
+    """The first and last record of any time stream: {start_s, end_s (relative), duration_s,
+    start_utc, end_utc (None when undated)}, or None without records."""
+    lo = hi = None
+    for s in f.streams.values():
+        if s.schema is None or not s.schema.is_time or not s.records:
+            continue
+        tl = file_timeline(f, s.columns(fields=[]).axis, s.schema.axis_exp)
+        first, last = int(np.argmin(tl.device_s)), int(np.argmax(tl.device_s))
+        ends = [(tl.relative_s[i], tl.wall_ns[i] if tl.dated else None, tl.digits) for i in (first, last)]
+        lo = ends[0] if lo is None or ends[0][0] < lo[0] else lo
+        hi = ends[1] if hi is None or ends[1][0] > hi[0] else hi
+    if lo is None:
+        return None
+    from .common import utc_text
+
+    def utc(end):
+        return None if end[1] is None else str(utc_text([end[1]], end[2])[0])
+
+    digits = max(lo[2], hi[2])  # float seconds since 1970 carry noise below the tick
+    return {"start_s": round(float(lo[0]), digits), "end_s": round(float(hi[0]), digits),
+            "duration_s": round(float(hi[0] - lo[0]), digits), "start_utc": utc(lo), "end_utc": utc(hi)}
+
+
+def buses(f):
+    """Per CAN bus (every frame, whatever the routing): {name, frames, ids, fd}."""
+    from ..can.bus import all_bus_frames, buses as groups
+
+    if not groups(f):
+        return []
+    return [{"name": name, "frames": len(b.t), "ids": int(len(np.unique(b.id))), "fd": b.data.shape[1] > 8}
+            for name, b in all_bus_frames(f).items()]
 
 
 def intact(f):
@@ -92,7 +141,7 @@ def intact(f):
             and not any(n.kind == "malformed" for n in f.report.notes))
 
 
-def _human(info, out):
+def _human(info, out, all_streams=False):
     w = out.write
     version = info["version"] or "(no file header: read from its first SYNC)"
     w(f"Logb {version}, {info['size']} bytes, {info['frames']} frames, "
@@ -105,8 +154,20 @@ def _human(info, out):
             w(f"  anchor axis={a['axis_ns']} ns → wall={a['wall_ns']} ns ({a['source']}, {unc})\n")
         for r in se["runs"]:
             w(f"  run {r['run_id']} #{r['index']}: {r['params']}\n")
+    sp = info["span"]
+    if sp:
+        when = f"{sp['start_utc']} to {sp['end_utc']}, " if sp["start_utc"] else ""
+        w(f"recording: {when}{sp['duration_s']:.6f} s ({sp['start_s']:.6f} to {sp['end_s']:.6f} s after the "
+          f"start)\n")
+    for b in info["buses"]:
+        w(f"bus {b['name']}: {b['frames']} frames, {b['ids']} ids{' (CAN FD)' if b['fd'] else ''}\n")
+    hidden = 0
     for s in info["streams"]:
-        w(f"stream {s['name']!r} {s['uuid']}: {s['records']} records in {s['frames']} frames")
+        if not s["records"] and not s["rejected"] and not all_streams:
+            hidden += 1
+            continue
+        can_id = f" id {s['can_id']}" if s.get("can_id") else ""
+        w(f"stream {s['name']!r}{can_id} {s['uuid']}: {s['records']} records in {s['frames']} frames")
         w(f", {s['rejected']} rejected\n" if s["rejected"] else "\n")
         if "axis" in s:
             ax = s["axis"]
@@ -118,6 +179,8 @@ def _human(info, out):
                   f"{fd['byte_order']}{' variable' if fd['variable'] else ''}{unit} {fd['conversion']['type']}\n")
         for r in s["rejections"]:
             w(f"  rejected at {r['offset']}: {r['records']} records: {r['reason']}\n")
+    if hidden:
+        w(f"{hidden} streams without records not shown (--all lists them)\n")
     for a in info["attachments"]:
         w(f"attachment {a['name']!r} ({a['media_type']}, {a['raw_size']} bytes)"
           f"{': ' + a['problem'] if a['problem'] else ''}\n")
@@ -131,11 +194,11 @@ def _human(info, out):
 
 
 def run(args, out):
-    with open_logb(args.file, recover=args.recover) as f:
+    with open_input(args.file, recover=args.recover) as f:
         f.validate()
         info = summary(f)
     if args.json:
         out.write(dumps(info) + "\n")
     else:
-        _human(info, out)
+        _human(info, out, args.all)
     return EXIT_OK if info["clean"] else EXIT_DAMAGED
