@@ -1,98 +1,82 @@
-"""The device side of the serial link under real MicroPython 1.27 (the
-WebAssembly port in Node.js): streaming a recording and idling in link mode
-allocate nothing — both run with micropython.heap_lock() held — so a pull
-costs the logger a fixed, preallocated amount of RAM."""
+"""The device side of the serial link on real MicroPython: the v1.28 unix
+port (tests/firmware/mp_link.py, firmware/logb from .mpy) records while it
+serves `logb pull` over a pseudo-terminal cable (tests/serial/ptylink.py),
+the host being the real client. Streaming a READ and idling run, together
+with the writer's appends, under micropython.heap_lock(), so a pull costs
+the logger a fixed, preallocated amount of RAM.
 
+(This replaces the wasm run over an in-memory port: that one never met a
+tty, a host client, or a file still being written. The simulated board in
+Node still serves pulls in tests/test_pull.py: its JS-side SD card and CAN
+replay are what that test is about.)"""
+
+import io
+import json
 import pathlib
-import struct
 import sys
 
 import pytest
 
-from logb.serial import protocol as P
+import logb
+from logb.cli.main import main as logb_main
 
-sys.path.insert(0, str(pathlib.Path(__file__).parent / "firmware"))
+sys.path.insert(0, str(pathlib.Path(__file__).parent / "serial"))
+import rig  # noqa: E402
 import fwtools  # noqa: E402
+import mpreal  # noqa: E402
 
 pytestmark = pytest.mark.single_backend
 
-SCRIPT = r'''
-import gc, os, json, micropython
-from logb import link
-os.mkdir('/sd')
-with open('/sd/a.logb', 'wb') as f:
-    for i in range(100):
-        f.write(bytes([i]) * 2000)
-with open('/in/req.bin', 'rb') as f:
-    REQ = f.read()
+LIB = None  # the .mpy build
+FRAMES = 60000  # 10 per ms: ~6 s of recording, ~1 MB
 
 
-class MemPort:
-    """Hands the requests over once; takes every byte the link writes."""
-
-    def __init__(self):
-        self.p = 0
-        self.sent = 0
-
-    def readinto(self, buf, off, n):
-        k = min(len(REQ) - self.p, n)
-        for i in range(k):
-            buf[off + i] = REQ[self.p + i]
-        self.p += k
-        return k
-
-    def write(self, buf, off, n):
-        self.sent += n
-        return n
+def pull(*args):
+    out = io.StringIO()
+    rc = logb_main(["pull", "--json", "--quiet", *map(str, args)], out=out)
+    return rc, {r["name"]: r for r in map(json.loads, out.getvalue().splitlines())}
 
 
-port = MemPort()
-ln = link.Link(port, link.VfsStorage('/sd'), chunk=2048, kbd=False)
-for _ in range(10):  # escape, HELLO, the READ starts (opening the file allocates)
-    ln.poll()
-res = {"stream_alloc": 0, "stream_bytes": 0, "stream_locked": False, "idle_locked": False}  # no dict growth later
-ok = [False, False]
-gc.collect()
-gc.disable()
-a0, s0 = gc.mem_alloc(), port.sent
-for _ in range(40):
-    ln.poll()
-res["stream_alloc"], res["stream_bytes"] = gc.mem_alloc() - a0, port.sent - s0
-micropython.heap_lock()
-try:
-    for _ in range(30):
-        ln.poll()
-    ok[0] = True
-except MemoryError:
-    pass
-micropython.heap_unlock()
-for _ in range(100):  # to the END (it allocates: the range's CRC as an int, the message)
-    ln.poll()
-gc.collect()
-a0 = gc.mem_alloc()
-micropython.heap_lock()
-try:
-    for _ in range(200):
-        ln.poll()  # link mode, nothing to do
-    ok[1] = True
-except MemoryError:
-    pass
-micropython.heap_unlock()
-res["stream_locked"], res["idle_locked"] = ok
-gc.enable()
-res["active"] = ln.active
-res["sent"] = port.sent
-print("RESULT " + json.dumps(res))
-'''
-
-
-def test_streaming_and_idling_allocate_nothing(tmp_path):
-    req = tmp_path / "req.bin"
-    req.write_bytes(P.ESCAPE + P.encode(P.T_READ, 5, struct.pack("<QQ", 0, 200000) + P.pack_str("a.logb")))
-    script = tmp_path / "alloc.py"
-    script.write_text(SCRIPT)
-    r = fwtools.run_board([script], put=[f"{req}:/in/req.bin"], heap=256 * 1024, timeout=60)
-    res = fwtools.result_line(r.stdout)
-    assert res["stream_bytes"] >= 40 * 2048  # 40 polls, one 2 KiB DATA message each
-    assert res["stream_alloc"] == 0 and res["stream_locked"] and res["idle_locked"], res
-    assert res["active"] and res["sent"] > 200000
+def test_pull_while_recording_on_the_unix_port(tmp_path):
+    cfg, compiled = fwtools.compile_config()
+    (tmp_path / "c.lbcf").write_bytes(cfg)
+    msgs = [[e.frame_id, e.extended, e.payload_len] for e in compiled.entries if not e.mux]
+    (tmp_path / "m.json").write_text(json.dumps(msgs))
+    sd = tmp_path / "sd"
+    sd.mkdir()
+    out = tmp_path / "copies"
+    rec = sd / "rec-0001.logb"
+    with rig.Cable(tmp_path) as cable:
+        cmd, env = mpreal.unix_command(fwtools.ROOT / "tests" / "firmware" / "mp_link.py", cable.device, sd,
+                                       tmp_path / "c.lbcf", tmp_path / "m.json", FRAMES, heap="1M", lib=LIB)
+        dev = rig.Device(cmd, env=env, deadline=180)
+        try:
+            dev.wait_for("READY", 60)
+            grown = rig.wait_until(lambda: rec.exists() and rec.stat().st_size > 200_000 or dev.proc.poll() is not None)
+            assert grown and dev.proc.poll() is None, "nothing recorded:\n" + "\n".join(dev.lines[-20:])
+            rc, res = pull("--port", cable.host, "rec-0001.logb", out)
+            assert rc == 0 and res["rec-0001.logb"]["status"] == "pulled", res
+            part = (out / "rec-0001.logb").read_bytes()
+            assert len(part) > 200_000
+            dev.wait_for("RECORDED", 120)
+            assert rec.read_bytes()[:len(part)] == part  # the growing one: a prefix, ending on a frame
+            f = logb.LogbFile(part)
+            assert f.report.clean and not f.report.truncated
+            rc, res = pull("--port", cable.host, "rec-0001.logb", out)  # closed now: the rest
+            assert rc == 0 and res["rec-0001.logb"]["status"] == "extended", res
+            whole = rec.read_bytes()
+            assert (out / "rec-0001.logb").read_bytes() == whole
+            assert res["rec-0001.logb"]["crc32c"] == f"{logb.crc.crc32c(whole):08x}"
+            (sd / "stop").write_text("")
+            r = fwtools.result_line("\n".join([dev.wait_for("RESULT", 60)]))
+        finally:
+            dev.kill()
+    print("unix-port link:", r)
+    assert r["memory_error"] is None, f"{r['memory_error']} allocated under heap_lock"
+    assert r["recorded"] == FRAMES and r["errors"] == 0
+    # most of the pull's DATA went out from locked passes, with the writer recording in them
+    assert r["locked_streaming"] >= 20 and r["locked_sent"] >= 20 * 2048, r
+    assert r["locked_passes"] > r["locked_streaming"]  # idle passes too
+    f = logb.LogbFile(whole)
+    assert f.report.clean and f.sessions[0].ended
+    assert sum(s.records for s in f.streams.values()) == FRAMES

@@ -101,6 +101,7 @@ class Recorder:
         self._dhi = 0
         self._dlo = 0
         self._write = range_writer(sink)
+        self._flush = getattr(sink, "flush", None)  # bound once: a method read per flush() is an allocation
 
     def write(self, buf, off=0, n=-1):
         if n < 0:
@@ -114,9 +115,8 @@ class Recorder:
         return r
 
     def flush(self):
-        f = getattr(self.sink, "flush", None)
-        if f is not None:
-            f()
+        if self._flush is not None:
+            self._flush()
         self._dhi = self._hi
         self._dlo = self._lo
 

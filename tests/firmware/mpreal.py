@@ -54,14 +54,19 @@ def firmware_mpy(march="x64"):
     return out
 
 
-def run_unix(script, *args, cwd=None, heap="64K", lib=None, timeout=300, check=True, binary=None):
-    """`micropython -X heapsize=HEAP script args…` with `lib` (the folder that
-    holds the `logb` package; default: the .mpy build, viper included) first
-    on sys.path."""
+def unix_command(script, *args, heap="64K", lib=None, binary=None):
+    """(argv, env) of `micropython -X heapsize=HEAP script args…` with `lib`
+    (the folder that holds the `logb` package; default: the .mpy build, viper
+    included) first on sys.path: for a long-running process (Popen)."""
     exe = binary or unix_binary()
     lib = lib or firmware_mpy()
     env = dict(os.environ, MICROPYPATH=f".frozen:{lib}")
-    cmd = [str(exe), "-X", f"heapsize={heap}", str(script), *map(str, args)]
+    return [str(exe), "-X", f"heapsize={heap}", str(script), *map(str, args)], env
+
+
+def run_unix(script, *args, cwd=None, heap="64K", lib=None, timeout=300, check=True, binary=None):
+    """unix_command run to completion; fails (check) on a non-zero exit."""
+    cmd, env = unix_command(script, *args, heap=heap, lib=lib, binary=binary)
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=cwd)
     if check and r.returncode != 0:
         raise AssertionError(f"micropython failed ({r.returncode}):\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
