@@ -250,3 +250,28 @@ def test_recording_with_each_crc_form(inputs, tmp_path, form):
     assert res["crc"] == form
     assert mp == cpython_bytes(d, cfg, params)
     assert logb.LogbFile(mp).report.clean
+
+
+def test_mip_package_json_installs(tmp_path):
+    """firmware/package.json lists every module; installing what it lists (as
+    mip does, paths relative to the package.json) gives a package that runs
+    from .py, with the C CRC this port has built in."""
+    import shutil
+
+    pkg = json.loads((fwtools.FIRMWARE / "package.json").read_text())
+    listed = {dst for dst, src in pkg["urls"]}
+    assert listed == {f"logb/{p.name}" for p in (fwtools.FIRMWARE / "logb").glob("*.py")}
+    assert pkg["version"] == fwload.load().__version__
+    target = tmp_path / "lib"
+    for dst, src in pkg["urls"]:
+        (target / dst).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(fwtools.FIRMWARE / src, target / dst)
+    script = tmp_path / "t.py"
+    script.write_text("import io, json, logb\nfrom logb import crc, link\n"
+                      "w = logb.Writer(io.BytesIO(), session='0' * 32)\nw.close()\n"
+                      "print('RESULT ' + json.dumps({'backend': crc.backend, 'version': logb.__version__}))\n")
+    res = fwtools.result_line(mpreal.run_unix(script, heap="256K", lib=target).stdout)
+    assert res == {"backend": "c", "version": pkg["version"]}
+    manifest = (fwtools.FIRMWARE / "manifest.py").read_text()
+    for name in listed:
+        assert f'"{name.split("/")[1]}"' in manifest
