@@ -318,7 +318,7 @@ def test_parquet_export_of_a_zero_width_bytes_field(tmp_path, capsys):
 
 
 def test_an_error_is_not_masked_by_closing_the_mapped_input(recording, tmp_path, monkeypatch, capsys):
-    def failing(stream):
+    def failing(_f, stream, _args):
         held = np.frombuffer(stream._file.buf, np.uint8)  # a view of the mapped input, alive in this frame
         raise UsageError(f"stopped with {held.size} bytes in view")
 

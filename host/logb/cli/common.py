@@ -282,8 +282,8 @@ def open_input(path, recover=False):
             yield f
         return
     if kind is None:
-        raise NotLogbError(f"{path}: neither a Logb file nor a CAN trace (candump -L, Vector ASC/BLF, PEAK TRC); "
-                           f"a Logb file cut from its start reads with --recover")
+        with opening(path):  # names the path, and how a Logb file cut from its start reads
+            raise NotLogbError("neither a Logb file nor a CAN trace (candump -L, Vector ASC/BLF, PEAK TRC)")
     with about(path):
         trace = formats.read_as(path, kind)
         buf = io.BytesIO()
