@@ -525,6 +525,20 @@ def time_relative():
     }
 
 
+@fixture("loss counters: a stream META with logb.lost.controller, .buffer and .invalid (frames no record "
+         "could hold as given) is valid; the records around it are read as they are", "§4.5, §13.1")
+def loss_counters():
+    b = Build(hm.header(), hm.sync(0), u8_stream(U(0x1D), "counted", step=10))
+    b.put(hm.data(1, bytes([1, 2]), 2, base=0))
+    b.put(hm.meta([("logb.lost.controller", "3"), ("logb.lost.buffer", "0"), ("logb.lost.invalid", "7")], sid=1))
+    b.put(hm.data(1, bytes([3]), 1, base=20))
+    return b.buf, {
+        "exit": 0, "truncated": False, "sessions": 1, "skipped": [], "strict": None,
+        "streams": streams((U(0x1D), "counted", 3, 0)),
+        "records": u8_records(U(0x1D), "counted", [1, 2, 3], step=10),
+    }
+
+
 @fixture("runs: RUN frames declare run 1 and 2; DATA frames carry run_id; each run's axis restarts",
          "§6.5, §8.1")
 def runs():
