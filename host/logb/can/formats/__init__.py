@@ -55,7 +55,7 @@ def sniff(path):
             head = fh.read(4096)
     except IsADirectoryError:
         raise UsageError(f"{path}: is a directory") from None
-    if head.startswith(_LOGB_MAGIC):
+    if head.startswith(_LOGB_MAGIC) or _LOGB_MAGIC.startswith(head):  # (a file cut inside its magic is Logb's)
         return "logb"
     if head.startswith(b"LOGG"):
         return blf
