@@ -13,8 +13,18 @@ import mpreal  # noqa: E402  (tests/firmware, on the path through inputs)
 
 # The counts are exact only if the virtual clock jumps to the next timer while the
 # guest waits in WFI (qemu's sleep=off; with sleep=on it advances with host time).
-if "sleep=off" not in mpreal.QEMU_CMD:
-    mpreal.QEMU_CMD = mpreal.QEMU_CMD.replace("-icount shift=0", "-icount shift=0,sleep=off")
+# Set for this module's runs only: other tests compare mpreal.QEMU_CMD with the README.
+SLEEP_OFF = "-icount shift=0,sleep=off"
+
+
+def run_qemu(path):
+    cmd = mpreal.QEMU_CMD
+    if "sleep=off" not in cmd:
+        mpreal.QEMU_CMD = cmd.replace("-icount shift=0", SLEEP_OFF)
+    try:
+        return mpreal.run_qemu(path)
+    finally:
+        mpreal.QEMU_CMD = cmd
 
 
 def script(cfg, frames, laps, cases):
@@ -27,7 +37,7 @@ def run(cfg, frames, laps, cases, tmp):
     """{name: (instructions, units, seals, rotations)} of one qemu run."""
     p = pathlib.Path(tmp) / "count.py"
     p.write_text(script(cfg, frames, laps, cases))
-    out = mpreal.run_qemu(p)
+    out = run_qemu(p)
     if "COUNTS DONE" not in out:
         raise AssertionError(f"qemu count did not finish:\n{out[-3000:]}")
     res = {}
@@ -36,3 +46,26 @@ def run(cfg, frames, laps, cases, tmp):
             name, *nums = line.split()[1:]
             res[name] = tuple(int(x) for x in nums)
     return res
+
+
+def heap(cfgs, tmp):
+    """firmware/bench/mp_heap.py on the board, a fresh boot per config (the
+    script's own bytes literal takes heap too): ({name: (live B, start-up peak
+    B, streams) or None (MemoryError)} of each (name, LBCF bytes), {"base",
+    "import", "max_free"} B of a run without any config)."""
+    rows, top = {}, {}
+    for cfg in [None] + list(cfgs):
+        p = pathlib.Path(tmp) / "heap.py"
+        p.write_text(f"CFGS = {[cfg] if cfg else []!r}\n" + (HERE / "mp_heap.py").read_text())
+        out = run_qemu(p)
+        if "HEAP DONE" not in out:
+            raise AssertionError(f"qemu heap run did not finish:\n{out[-3000:]}")
+        for line in out.splitlines():
+            f = line.split()
+            if line.startswith("HEAP ") and len(f) == 5:
+                rows[f[1]] = None if f[2] == "MemoryError" else tuple(int(x) for x in f[2:])
+            elif cfg is None and line.startswith("HEAP ") and len(f) == 3:
+                top[f[1]] = int(f[2])
+            elif cfg is None and "max free sz:" in line:
+                top["max_free"] = 16 * int(line.rsplit(":", 1)[1])  # 16-byte GC blocks on a 32-bit port
+    return rows, top

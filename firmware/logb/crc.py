@@ -38,24 +38,36 @@ _HI = const(0xFF)
 
 
 def _tables():
-    base = []
+    # Slicing-by-4 tables built in their 24+8-bit halves: on a 32-bit port a
+    # full entry (>= 2**30) would be a heap object, and 1,024 of them made a
+    # ~45 KB import transient that fragmented a 64 KiB heap.
+    plo = _POLY & _LO
+    phi = _POLY >> 24
+    lows = [array("I", range(256)) for _ in range(4)]
+    highs = [bytearray(256) for _ in range(4)]
+    t0l, t0h = lows[0], highs[0]
     for b in range(256):
-        c = b
+        lo = b
+        hi = 0
         for _ in range(8):
-            c = (c >> 1) ^ (_POLY if c & 1 else 0)
-        base.append(c)
-    tabs = [base]
-    for _ in range(3):
-        prev = tabs[-1]
-        tabs.append([(prev[n] >> 8) ^ base[prev[n] & 0xFF] for n in range(256)])
-    lows = [array("I", [v & 0xFFFFFF for v in t]) for t in tabs]
-    highs = [bytes([v >> 24 for v in t]) for t in tabs]
-    return base, lows, highs
+            odd = lo & 1
+            lo = (lo >> 1) | ((hi & 1) << 23)
+            hi >>= 1
+            if odd:
+                lo ^= plo
+                hi ^= phi
+        t0l[b] = lo
+        t0h[b] = hi
+    for k in range(1, 4):
+        pl, ph, nl, nh = lows[k - 1], highs[k - 1], lows[k], highs[k]
+        for n in range(256):
+            a = pl[n] & 0xFF
+            nl[n] = ((pl[n] >> 8) | (ph[n] << 16)) ^ t0l[a]
+            nh[n] = t0h[a]
+    return lows, highs
 
 
-_BASE, _LOWS, _HIGHS = _tables()
-_T0L, _T1L, _T2L, _T3L = _LOWS
-_T0H, _T1H, _T2H, _T3H = _HIGHS
+(_T0L, _T1L, _T2L, _T3L), (_T0H, _T1H, _T2H, _T3H) = _tables()
 
 
 def state():
