@@ -159,11 +159,12 @@ class LiveRecorder:
         elif rotate_bytes or rotate_s:
             raise UsageError("rotation needs a path to name the files after")
         self.out = out
-        self.compiled = None
-        if dbc is not None:  # compiled here, so a bad DBC fails before anything is recorded
-            self.compiled = compile_dbc(dbc, bus="can0", device=device, axis_exp=AXIS_EXP)
-        self.problems = list(self.compiled.problems) if self.compiled is not None else []
         self.fd = bool(fd)
+        self.device = device
+        self.dbc = dbc
+        self._compiled = {}  # bus name -> CompiledDbc (uuids derive from the bus name)
+        # compiled here, so a bad DBC fails before anything is recorded
+        self.problems = list(self._compile("can0").problems) if dbc is not None else []
         self.time_base = time_base
         self.durability = durability
         self.flush_s = float(flush_s)
@@ -173,7 +174,6 @@ class LiveRecorder:
         self.anchor_s = anchor_s
         self.rotate_bytes = int(rotate_bytes or 0)
         self.rotate_s = float(rotate_s or 0)
-        self.device = device
         self.meta = dict(meta or {})
         self.on_file = on_file  # called with each file's path once it is closed
         self._wall = wall_clock
@@ -241,11 +241,19 @@ class LiveRecorder:
 
     def _bus(self, name):
         b = self.buses.get(name)
-        if b is None:  # CanRecorder compiles the DBC again for another bus name
-            rec = CanRecorder(self.writer, self.compiled, bus=name, fd=self.fd, device=self.device,
+        if b is None:
+            compiled = None if self.dbc is None else self._compile(name)
+            rec = CanRecorder(self.writer, compiled, bus=name, fd=self.fd, device=self.device,
                               batch=self.batch, axis_exp=AXIS_EXP, attach=not self.buses)
             b = self.buses[name] = _Bus(rec)
         return b
+
+    def _compile(self, bus):
+        c = self._compiled.get(bus)
+        if c is None:
+            c = self._compiled[bus] = compile_dbc(self.dbc, bus=bus, device=self.device, fd=self.fd,
+                                                  axis_exp=AXIS_EXP)
+        return c
 
     # ------------------------------------------------------------ input
     def add(self, msg, wall_ns=None):

@@ -7,17 +7,19 @@ from importlib import metadata
 
 from ..errors import (LinkError, LogbError, NotFoundError, NothingToDecodeError, NotLogbError, TransferError,
                       TransferInterrupted, UnsupportedVersionError, UsageError)
-from . import cat, dbc, decode, dump, export, import_, info, plot, pull, stats, tail, verify
+from . import cat, dbc, decode, dump, export, import_, info, plot, pull, record, replay, stats, tail, verify
 from .common import (EXIT_DAMAGED, EXIT_INTERRUPTED, EXIT_NO_DEVICE, EXIT_NOT_LOGB, EXIT_OK, EXIT_UNSUPPORTED,
                      EXIT_USAGE)
 
 COMMANDS = {"info": info, "verify": verify, "dump": dump, "cat": cat, "export": export, "dbc": dbc, "decode": decode,
-            "import": import_, "stats": stats, "plot": plot, "pull": pull, "tail": tail}
+            "import": import_, "stats": stats, "plot": plot, "pull": pull, "tail": tail, "record": record,
+            "replay": replay}
 
 EPILOG = """\
 exit status: 0 success/intact, 1 damaged or truncated input, 2 not a Logb
 file, 3 unsupported Logb version, 64 usage error, 69 no logger answers
-(pull, tail), 130 interrupted (pull).
+(pull, tail) or the CAN bus cannot be opened or failed (record, replay),
+130 interrupted (pull, replay).
 Run `logb COMMAND --help` for each command's details."""
 
 # The exit status of each error that stops a command; the first match wins,
