@@ -8,9 +8,9 @@ BENCHMARKS.md is built from marked blocks (<!-- NAME:begin --> ... <!-- NAME:end
 tools/benchmd.py), each owned by one script that replaces only its own block:
 core (this file: the pure-Python backend against its peers), formats
 (tools/bench_formats.py), can (tools/bench_can.py), cbridge
-(tools/bench_cbridge.py) and firmware (firmware/bench/run_bench.py, MicroPython
-in Node.js: needs what tools/setup.d/30-firmware.sh installs; skipped with a
-note, its block kept, when that is missing). --only/--skip choose blocks;
+(tools/bench_cbridge.py) and firmware (firmware/bench/run_bench.py: MicroPython
+1.28's unix port and qemu Cortex-M3 image, built by tools/micropython_build.py;
+skipped with a note, its block kept, when a build tool is missing). --only/--skip choose blocks;
 everything else in the file stays as it is.
 
 Every figure is a median with its min–max over R runs in this one process, on
@@ -297,8 +297,11 @@ def main(argv=None):
     ap.add_argument("--skip", metavar="NAMES", help="comma-separated blocks to leave as they are")
     ap.add_argument("--verify-bytes", type=float, default=None,
                     help="cbridge: size of its verify files (its default: 1 GB)")
-    ap.add_argument("--fw-frames", type=int, default=20000, help="firmware: frames per workload (default 20000)")
-    ap.add_argument("--fw-reps", type=int, default=5, help="firmware: runs per case (default 5)")
+    ap.add_argument("--fw-frames", type=int, default=20000,
+                    help="firmware: trace frames per lap on the unix port (default 20000)")
+    ap.add_argument("--fw-reps", type=int, default=5, help="firmware: timed runs per case, the best counts (default 5)")
+    ap.add_argument("--fw-qemu-frames", type=int, default=600,
+                    help="firmware: trace frames per counted lap on qemu (default 600)")
     ap.add_argument("--_rss-worker", nargs=2, metavar=("MODE", "PATH"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args._rss_worker:
@@ -353,28 +356,25 @@ def chosen_blocks(only, skip):
 
 
 def firmware_missing():
-    """What the firmware benchmark needs and this machine lacks (tools/setup.d/30-firmware.sh)."""
-    sys.path.insert(0, str(ROOT / "tests" / "firmware"))
-    import fwtools
-
+    """The build tools the firmware benchmark needs and this machine lacks (tools/micropython_build.py
+    builds the unix port, mpy-cross, the natmods and the qemu image from them)."""
     import importlib.util
 
-    need = (("node", shutil.which("node")), ("MicroPython for Node.js", fwtools.micropython_mjs()),
-            ("mpy-cross", fwtools.fw_bin("mpy-cross")),
-            ("pytest (its RAM phases come from tests/firmware)", importlib.util.find_spec("pytest")))
+    need = [(t, shutil.which(t)) for t in ("make", "cc", "arm-none-eabi-gcc", "qemu-system-arm")]
+    need.append(("pytest (tests/firmware/mpreal.py reports build problems through it)",
+                 importlib.util.find_spec("pytest")))
     return [what for what, ok in need if not ok]
 
 
 def firmware(args):
-    """The firmware block: firmware/bench/run_bench.py in its own process (it drives MicroPython
-    in Node.js); skipped, its block kept, when the tools are not installed."""
+    """The firmware block: firmware/bench/run_bench.py in its own process (it drives the unix port
+    and qemu); skipped, its block kept, when a build tool is missing."""
     missing = firmware_missing()
     if missing:
-        log(f"firmware: skipped ({', '.join(missing)} not installed; `./run bench` installs them through "
-            f"tools/setup.d/30-firmware.sh); its block of {args.output} is kept as it was")
+        log(f"firmware: skipped ({', '.join(missing)} not installed); its block of {args.output} is kept as it was")
         return 0
     cmd = [sys.executable, str(ROOT / "firmware" / "bench" / "run_bench.py"), "--frames", str(args.fw_frames),
-           "--reps", str(args.fw_reps), "--output", str(args.output)]
+           "--reps", str(args.fw_reps), "--qemu-frames", str(args.fw_qemu_frames), "--output", str(args.output)]
     log("firmware: " + " ".join(cmd[1:]) + " ...")
     r = subprocess.run(cmd, stdout=subprocess.DEVNULL)
     if r.returncode:

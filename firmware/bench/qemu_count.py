@@ -52,7 +52,7 @@ def heap(cfgs, tmp):
     """firmware/bench/mp_heap.py on the board, a fresh boot per config (the
     script's own bytes literal takes heap too): ({name: (live B, start-up peak
     B, streams) or None (MemoryError)} of each (name, LBCF bytes), {"base",
-    "import", "max_free"} B of a run without any config)."""
+    "import", "free", "max_free"} B of a run without any config)."""
     rows, top = {}, {}
     for cfg in [None] + list(cfgs):
         p = pathlib.Path(tmp) / "heap.py"

@@ -77,3 +77,16 @@ def test_frozen_firmware_writes_the_cpython_bytes(tmp_path):
     f = logb.LogbFile(board)
     assert f.report.clean and f.sessions[0].ended and len(f.sessions[0].segments) > 2
     assert sum(s.records for s in f.streams.values()) == 250 + 250 // 64
+
+
+def test_import_leaves_one_free_block_and_20_streams_fit_64k(tmp_path):
+    """On this 32-bit port `import logb` boxes no int (the CRC tables are built
+    in 24+8-bit halves), so the free heap stays one block; then a writer with
+    20 message streams + raw bus sets up, and with the package's own state it
+    is inside the 64 KiB goal (frozen code; SCHEMAs in RAM: no file system)."""
+    cfg, _ = inputs.compile_messages(inputs.trace_messages(inputs.trace(20000)))
+    rows, top = qemu_count.heap([("t20", cfg)], tmp_path)
+    assert top["max_free"] >= 0.95 * top["free"], top  # 256 boxed table ints left it at ~8 KB of ~130 KB
+    live, _, streams = rows["t20"]
+    assert streams == 21
+    assert top["import"] + live < 64 * 1024, (top, live)
