@@ -7,13 +7,14 @@ from importlib import metadata
 
 from ..errors import (LinkError, LogbError, NotFoundError, NothingToDecodeError, NotLogbError, TransferError,
                       TransferInterrupted, UnsupportedVersionError, UsageError)
-from . import cat, dbc, decode, dump, export, import_, info, plot, pull, record, replay, stats, tail, verify
+from . import (cat, dbc, decode, dump, export, import_, info, plot, pull, record, replay, stats, tail, transport,
+               verify)
 from .common import (EXIT_DAMAGED, EXIT_INTERRUPTED, EXIT_NO_DEVICE, EXIT_NOT_LOGB, EXIT_OK, EXIT_UNSUPPORTED,
                      EXIT_USAGE)
 
 COMMANDS = {"info": info, "verify": verify, "dump": dump, "cat": cat, "export": export, "dbc": dbc, "decode": decode,
             "import": import_, "stats": stats, "plot": plot, "pull": pull, "tail": tail, "record": record,
-            "replay": replay}
+            "replay": replay, "transport": transport}
 
 EPILOG = """\
 exit status: 0 success/intact, 1 damaged or truncated input, 2 not a Logb
@@ -58,7 +59,7 @@ def package_version():
 def build_parser():
     p = _Parser(
         prog="logb",
-        description="Read, check, dump, concatenate and export Logb recordings.",
+        description="Record, read, check, dump, concatenate, export and replay Logb recordings.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
