@@ -1,8 +1,9 @@
 """`logb tail` over a pseudo-terminal cable while the logger records: records
-decoded as their frames arrive, and through a reboot of the logger (a new
-writer session, shown as one) — under CPython and on the simulated board
-(MicroPython in Node.js) with a DBC; and what it shows of frames shorter than
-their message."""
+decoded as their frames arrive, printed in time order, and through a reboot of
+the logger (a new writer session, shown as one) — under CPython and on the
+simulated board (MicroPython in Node.js) with a DBC; what it shows of frames
+shorter than their message; its reordering window, time bases, --id, and J1939
+transfers split across DATA frames."""
 
 import dataclasses
 import io
@@ -13,11 +14,14 @@ import subprocess
 import sys
 import threading
 
+import numpy as np
+
 import pytest
 
 import logb
 from logb.can.dbc import compile_dbc
 from logb.can.record import CanRecorder
+from logb.batch import Batch
 from logb.cli.tail import Printer
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent / "serial"))
@@ -85,7 +89,8 @@ def test_tail_shows_the_frames_the_logger_records(tmp_path):
         try:
             assert rig.wait_until(lambda: (dev / "rec-0001.logb").stat().st_size > 30000), "nothing recorded"
             w = Watch(tail(cable.host, duration=120))
-            assert w.wait(lambda ls: records_shown(ls) > 100), "tail showed no more than 100 records"
+            assert w.wait(lambda ls: records_shown(ls) > 100 and sum(x.get("stream") == "coolant" for x in ls) > 5), \
+                "tail showed no more than 100 records, or no sensor records"
             rc, lines, err = w.stop()
             d.wait_for("RECORDED", 60)
         finally:
@@ -102,6 +107,14 @@ def test_tail_shows_the_frames_the_logger_records(tmp_path):
         assert key in known, r
     # live: it started near the end of what was recorded, not at the beginning
     assert recs[0]["t"] > float(c.seconds()[0]) + 1.0
+    # the sensor's DATA frames (sealed every 200 ms) arrive after raw frames newer than their records,
+    # yet every row is printed in time order; undated: relative times from the first row shown
+    rows = [x for x in lines if "t" in x]
+    assert [r["t"] for r in rows] == sorted(r["t"] for r in rows)
+    assert {"coolant", "can0"} <= {r["stream"] for r in rows}
+    assert rows[0]["time_s"] == 0 and all("time_utc" not in r for r in rows)
+    sensor = f.stream("coolant").columns().seconds()
+    assert sensor[-1] - sensor[0] > 1  # the sensor recorded long enough for its frames to lag the raw ones
 
 
 def tail_through_reboot(cable, boot, recorded, tail_args, enough):
@@ -207,6 +220,7 @@ def test_tail_leaves_out_what_a_short_frame_lacked(tmp_path):
                 schema = dataclasses.replace(schema, fields=tuple(x for x in schema.fields if x.name != "missing"))
                 del batch.raw["missing"]
             printer.records_of(schema, batch)
+        printer.close()
         return [json.loads(x) if as_json else x for x in out.getvalue().splitlines()]
 
     for stream, dbc in (("Engine", None), ("can0", compiled)):
@@ -218,3 +232,129 @@ def test_tail_leaves_out_what_a_short_frame_lacked(tmp_path):
         assert "Speed=1165 rpm" in whole and "Gear=D" in whole
     short, whole = shown("Engine", True, drop_missing=True)
     assert short["signals"] == {"Speed": 0x1234 * 0.25, "Gear": "P"}  # the zero padding, as recorded
+
+
+# ---------------------------------------------------------------- time order, --time, --id, J1939 across DATA frames
+
+def recorded_batches(compiled, t_us, ids, data, dlc=None):
+    """{stream name: (schema, its whole Batch)} of frames recorded with `compiled` (mirror)."""
+    buf = io.BytesIO()
+    with logb.Writer(buf) as w:
+        with CanRecorder(w, compiled) as rec:
+            rec.add(t_us, ids, None, dlc if dlc is not None else [len(d) for d in data], data)
+    f = logb.LogbFile(buf.getvalue())
+    out = {}
+    for s in f.streams.values():
+        parts = [b for _, b in s.batches()]
+        if parts:
+            out[s.schema.name] = (s.schema, join(parts))
+    return out
+
+
+def join(parts):
+    return Batch(sum(p.count for p in parts), 0, {k: np.concatenate([p.raw[k] for p in parts]) for k in parts[0].raw},
+                 np.concatenate([p.axis for p in parts]))
+
+
+def chunk(batch, lo, hi):
+    return Batch(hi - lo, batch.run_id, {k: v[lo:hi] for k, v in batch.raw.items()}, batch.axis[lo:hi])
+
+
+def interleaved():
+    """Events as a logger sends them: the raw bus stream's DATA frames every 10 frames, the
+    Engine stream's every 20 of its (later: a slower stream's frame is sealed later)."""
+    n = 200
+    t = np.arange(n) * 5000  # 5 ms apart, every other frame an Engine frame
+    ids = np.where(np.arange(n) % 2, 0x100, 0x7E8)
+    data = [bytes([i % 256, 0, 0, 3, 0, 0, 0, 0]) for i in range(n)]
+    got = recorded_batches(compile_dbc(TAIL_DBC), t, ids, data)
+    (raw_s, raw), (msg_s, msg) = got["can0"], got["Engine"]
+    events = []
+    for k in range(0, n, 10):
+        events.append(("records", raw_s, chunk(raw, k, k + 10)))
+        if k % 40 == 30:  # 20 Engine records, the first 200 ms older than the raw frames before them
+            j = (k + 10) // 2
+            events.append(("records", msg_s, chunk(msg, j - 20, j)))
+    return events
+
+
+def run_printer(events, **kw):
+    out = io.StringIO()
+    p = Printer(out, as_json=True, **kw)
+    held = []
+    for ev in events:
+        p.event(ev)
+        held.append(len(p.order))
+    p.close()
+    return [json.loads(x) for x in out.getvalue().splitlines()], held
+
+
+def test_tail_prints_interleaved_streams_in_time_order():
+    events = interleaved()
+    rows, held = run_printer(events, order_s=0.5)
+    times = [r["t"] for r in rows]
+    assert len(rows) == 300 and {r["stream"] for r in rows} == {"can0", "Engine"}
+    assert times == sorted(times)
+    assert max(held) <= 150 + 20  # 0.5 s of rows (raw every 5 ms, Engine every 10) and one DATA frame's
+    # as they arrive (--order-window 0): out of order, as the logger sent them
+    times = [r["t"] for r in run_printer(events, order_s=0)[0]]
+    assert times != sorted(times) and sorted(times) == sorted(r["t"] for r in rows)
+    # the row bound holds whatever the window; what it lets out early may be out of order, nothing is lost
+    rows, held = run_printer(events, order_s=100, order_rows=25)
+    assert max(held) <= 25 and len(rows) == 300
+
+
+def test_tail_time_bases_and_id_filter():
+    """relative from the first row shown, device on the logger's axis, utc once an anchor
+    dates the session (rows still waiting are dated by it), --id over frames and messages."""
+    from logb.cli.common import parse_id_filter
+    from logb.timebase import Anchor
+
+    events = interleaved()
+    session = ("session", "ab" * 16, {"logb.time_base": "monotonic", "logb.device": "d"})
+    rows = run_printer([session] + events)[0]
+    assert rows[1]["time_s"] == 0 and rows[-1]["time_s"] == pytest.approx(0.995) and "time_utc" not in rows[1]
+    rows = run_printer([session] + events, basis="device")[0]
+    assert "time_s" not in rows[1] and "time_utc" not in rows[1]
+    anchor = ("anchor", Anchor(axis_ns=0, wall_ns=1_742_339_205_000_000_000), None)
+    rows = run_printer([session] + events[:3] + [anchor] + events[3:])[0]
+    assert rows[1]["time_utc"] == "2025-03-18T23:06:45.000000Z" and rows[-1]["time_utc"].endswith("45.995000Z")
+    unix = ("session", "cd" * 16, {"logb.time_base": "unix"})
+    assert run_printer([unix] + events)[0][1]["time_utc"].startswith("1970-01-01T00:00:00")
+    notes = []
+    rows = run_printer([session] + events, basis="utc", say=notes.append)[0]
+    assert "time_s" in rows[1] and len(notes) == 1 and "not dated" in notes[0]  # said once
+    rows = run_printer(events, ids=parse_id_filter("7E8"))[0]
+    assert {(r["stream"], r["id"]) for r in rows} == {("can0", 0x7E8)} and len(rows) == 100
+    rows = run_printer(events, ids=parse_id_filter("0x100"))[0]
+    assert {(r["stream"], r.get("id")) for r in rows} == {("Engine", None), ("can0", 0x100)}  # mirror: both
+    assert len(rows) == 200
+
+
+def test_tail_joins_a_j1939_transfer_split_across_data_frames():
+    """A BAM whose packets fall in two DATA frames decodes, once, at its last TP.DT."""
+    pytest.importorskip("cantools")
+    from test_can_transport_decode import PAYLOADS, long_dbc, pad64, traffic
+
+    compiled = compile_dbc(long_dbc())
+    t, ids, flags, dlc, data = traffic().columns()
+    buf = io.BytesIO()
+    with logb.Writer(buf, time_base="relative") as w:
+        with CanRecorder(w, compiled) as rec:
+            rec.add(t, ids, flags, dlc, pad64(data))
+    f = logb.LogbFile(buf.getvalue())
+    s = f.stream("can0")
+    whole = join([b for _, b in s.batches()])
+    first_dt = int(np.flatnonzero((whole.raw["id"] >> 16 & 0xFF) == 0xEB)[0])
+    for cut in (first_dt + 1, len(whole.axis) // 2):  # inside the first BAM; in the middle of the traffic
+        out = io.StringIO()
+        p = Printer(out, compiled, as_json=True, messages=["Message2"])
+        p.event(("records", s.schema, chunk(whole, 0, cut)))
+        p.event(("records", s.schema, chunk(whole, cut, whole.count)))
+        p.close()
+        rows = [json.loads(x) for x in out.getvalue().splitlines()]
+        bams = [r for r in rows if r.get("transport") == "BAM"]
+        assert [round(r["t"], 6) for r in bams] == [0.18, 0.19], cut
+        want = [compiled.database.get_message_by_name("Message2").decode(PAYLOADS[sa]) for sa in (2, 3)]
+        assert [r["signals"] for r in bams] == want
+        assert {r["id"] for r in bams} == {0x19F01002, 0x19F01003}  # PDU2: the PGN id of each source
