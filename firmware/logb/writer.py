@@ -74,6 +74,7 @@ _EXCLUSIVE = const("exclusive")  # logb.can.layout.EXCLUSIVE
 _HDR = const(_FRAME_HEADER_SIZE + _DATA_HEADER_SIZE)  # records start here
 _LOSSY = const(~_FLAG_EXTENDED)  # any flag but extended (or a bit no flag has): not a plain data frame
 _NO_DATA = const(_FLAG_REMOTE | _FLAG_ERROR)
+_BAD_FLAGS = const(~0x7F)  # a flag bit past 6 (tx), or a negative flags value
 _ID_FLAGS = const(_FLAG_EXTENDED | _FLAG_ERROR)  # the flags under which an id may exceed 11 bits
 # counters of Stream._lost, each a (low 24 bits, high bits) pair so no count makes an int >= 2**30
 _C_CONTROLLER = const(0)
@@ -657,33 +658,35 @@ class Writer:
         # raw bus stream and then is the stream to fill next, or True (none)
         then = None
         miss = 0  # a per-message record's `missing`: payload bytes the frame lacks (SPEC §13.2)
+        n = len(data)
         # lossless only for a classic data frame (no flag but extended) of the exact
         # stream's length and DLC; st.plen is -1 for every stream that is not exact
-        if flags & _LOSSY or st.plen != len(data) or (dlc >= 0 and dlc != st.plen):
+        if flags & _LOSSY or st.plen != n or (dlc >= 0 and dlc != n):
             raw = self._raw
             if raw is None:
                 return
-            n = len(data)
-            if flags & 0x80 or flags < 0 or dlc > 15 or dlc < -1 or n > (64 if flags & _FLAG_FD else 8) or (
-                    dlc >= 0 and not flags & _NO_DATA and n != (_DLC_LEN[dlc] if flags & _FLAG_FD else
-                                                                 (dlc if dlc < 8 else 8))):
+            if dlc == -1 and n <= 8 and not flags & _BAD_FLAGS:
+                dlc = n  # the usual raw bus frame: valid as given, its length is its DLC
+            elif (flags & _BAD_FLAGS or dlc > 15 or dlc < -1 or n > (64 if flags & _FLAG_FD else 8)
+                  or (dlc >= 0 and not flags & _NO_DATA
+                      and n != (_DLC_LEN[dlc] if flags & _FLAG_FD else (dlc if dlc < 8 else 8)))):
                 raw._count(_C_INVALID, 1)  # no record holds it as given (docstring)
                 return
-            if n > raw.payload:
+            elif n > raw.payload:
                 raw._count(_C_BUFFER, 1)  # a CAN FD payload and a classic raw bus stream
                 return
+            elif dlc < 0:
+                dlc = _LEN_TO_DLC[n]
             # a data frame matching a stream that is not exact (PGN match, branch) or
             # mirror routing: its per-message stream gets the first payload_len data
             # bytes, zero-padded, and how many it lacks (docs/SPEC.md §13.2, §13.4, §13.7);
             # an exact stream's lossy frames stay in the raw bus stream alone
             then = True
-            if st.plen < 0 and st is not raw and not flags & _NO_DATA:
+            if st is not raw and st.plen < 0 and not flags & _NO_DATA:
                 then = st
-                if len(data) < st.payload:
-                    miss = st.payload - len(data)
+                if n < st.payload:
+                    miss = st.payload - n
             st = raw
-            if dlc < 0:
-                dlc = _LEN_TO_DLC[len(data)]
         # the one slot routine, inline (a call per frame would cost more than the rest):
         # open st's DATA frame at its first record, seal it first when this record is
         # flush_ms past that one, pack the record, seal the frame when it is full
