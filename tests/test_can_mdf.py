@@ -233,3 +233,121 @@ def test_clean_dbc_keeps_the_rest_byte_for_byte():
 def test_bus_channel():
     assert mdf4.bus_channel("can0", 5) == 1 and mdf4.bus_channel("vcan3", 0) == 4
     assert mdf4.bus_channel("body", 2) == 3
+
+
+# ---------------------------------------------------------------- reading MF4 (logb import, every reading command)
+
+TRACES = ROOT / "data" / "traces"
+
+
+def _frames(trace, exp=-9):
+    """{bus: [(ns or µs ticks at 10**exp, id, flags, dlc, data on the wire)]} of a Trace, in bus order."""
+    out = {}
+    for name, b in trace.buses.items():
+        scale = 10 ** (trace.axis_exp - exp)
+        out[name] = [(int(b.t[k]) * scale, int(b.id[k]), int(b.flags[k]), int(b.dlc[k]),
+                      b.data[k, :formats.payload_len(int(b.flags[k]), int(b.dlc[k]))].tobytes())
+                     for k in range(len(b))]
+    return out
+
+
+def _bus_after_mdf(name):
+    """What a bus name becomes through MDF's one-byte BusChannel (mdf4.LOSSES)."""
+    return f"can{min(int(name[3:]), 254)}" if name.startswith("can") and name[3:].isdigit() else name
+
+
+@pytest.mark.parametrize("path", sorted(TRACES.glob("*")) if TRACES.exists() else [], ids=lambda p: p.name)
+def test_mf4_export_reads_back_as_the_same_frames(tmp_path, path):
+    """Every real trace: logb export --format mdf4, then the MF4 read (as `logb import` and every
+    reading command do): the same buses, ids, flags, DLCs, data and times (to the ns), but for
+    what mdf4.LOSSES says MDF cannot hold."""
+    mf4 = tmp_path / "x.mf4"
+    assert main(["export", str(path), "-o", str(mf4)]) == 0
+    want = formats.read_trace(path)
+    got = formats.read_trace(mf4)
+    assert got.dated == want.dated and got.source_format == "mdf4"
+    expect = {_bus_after_mdf(k): [_after_mdf(r) for r in v] for k, v in _frames(want).items()}
+    have = _frames(got)
+    assert sorted(have) == sorted(expect)
+    for name, rows in expect.items():
+        assert [r[1:] for r in have[name]] == [r[1:] for r in rows], name
+        far = [abs(r[0]) > 10**15 and not want.dated for r in rows]  # undated, over 10^6 s: ~0.5 µs
+        assert all(abs(a[0] - b[0]) <= (500 if f else 0) for a, b, f in zip(have[name], rows, far)), name
+
+
+def _after_mdf(row):
+    """A frame as MDF holds it (mdf4.LOSSES): a remote frame keeps no FD, BRS or ESI flag."""
+    t, ident, fl, dlc, data = row
+    if fl & layout.FLAG_REMOTE and not fl & layout.FLAG_ERROR:
+        fl &= ~(layout.FLAG_FD | layout.FLAG_BRS | layout.FLAG_ESI)
+    return t, ident, fl, dlc, data
+
+
+def test_mf4_every_frame_kind_and_the_cli(tmp_path, capsys):
+    """Error, remote, FD (BRS, ESI), extended and sent frames of two buses, dated and undated,
+    µs and ns stamps; then `logb import` of the MF4 and `logb dump` of it equal the source's."""
+    for exp, dated in ((-6, True), (-9, True), (-6, False)):
+        trace = synthetic_trace(exp, dated)
+        mf4 = tmp_path / f"s{exp}{dated}.mf4"
+        assert mdf4.write(trace, mf4) == []
+        got = formats.read_as(mf4, mdf4)
+        assert formats.sniff(mf4) is mdf4 and got.dated == dated
+        assert _frames(got) == _frames(trace), (exp, dated)
+        assert got.axis_exp == (-9 if exp == -9 else -6)  # ns only when some stamp needs it
+    src, mf4, lb = tmp_path / "src.logb", tmp_path / "s-6True.mf4", tmp_path / "back.logb"
+    formats.write_logb(synthetic_trace(-6, True), src)
+    assert main(["import", str(mf4), "-o", str(lb)]) == 0
+    capsys.readouterr()
+    dumps = []
+    for f in (src, lb, mf4):
+        main(["dump", str(f), "--format", "candump"])
+        dumps.append(capsys.readouterr().out)
+    assert dumps[0] == dumps[1] == dumps[2] and dumps[0].count("\n") == synthetic_trace().frames
+
+
+def test_mf4_written_by_python_can_reads_the_same(tmp_path):
+    """python-can's MF4Writer (header start: now, local; BusChannel 0 for "can0"): the frames
+    python-can was given come back, times to the µs."""
+    if not hasattr(can, "MF4Writer"):
+        pytest.skip("python-can has no MF4Writer")
+    trace = synthetic_trace(-6, True)
+    merged = formats.trace.merged(trace)
+    out = tmp_path / "pycan.mf4"
+    w = can.MF4Writer(str(out))
+    for k in range(len(merged.t)):
+        fl, code = int(merged.flags[k]), int(merged.dlc[k])
+        n = formats.payload_len(fl, code)
+        w.on_message_received(can.Message(
+            timestamp=int(merged.t[k]) / 1e6, arbitration_id=int(merged.id[k]),
+            is_extended_id=bool(fl & layout.FLAG_EXTENDED), is_remote_frame=bool(fl & layout.FLAG_REMOTE),
+            is_error_frame=bool(fl & layout.FLAG_ERROR), is_fd=bool(fl & layout.FLAG_FD),
+            bitrate_switch=bool(fl & layout.FLAG_BRS), error_state_indicator=bool(fl & layout.FLAG_ESI),
+            is_rx=not fl & layout.FLAG_TX, channel=merged.names[merged.bus[k]],
+            dlc=layout.dlc_to_len(code) if fl & layout.FLAG_FD else code, data=merged.data[k, :n].tobytes()))
+    w.stop()
+    got = formats.read_trace(out)
+    assert sorted(got.buses) == ["can0", "can1"] and got.dated
+    for name, rows in _frames(trace, -6).items():
+        have = _frames(got, -6)[name]
+        assert [r[1:] for r in have] == [r[1:] for r in rows], name
+        # python-can stores float seconds after a float start: within a µs
+        assert max(abs(a[0] - b[0]) for a, b in zip(have, rows)) <= 1, name
+
+
+def test_a_cut_or_foreign_mf4_is_a_clear_error(tmp_path):
+    """A cut MF4 (a copy stopped early) and one that only starts like MDF: exit 1, one line
+    naming the file and asammdf's reason, no traceback of asammdf's clean-up."""
+    import subprocess
+    import sys
+
+    whole = tmp_path / "w.mf4"
+    mdf4.write(synthetic_trace(), whole)
+    cut, junk = tmp_path / "cut.mf4", tmp_path / "junk.mf4"
+    cut.write_bytes(whole.read_bytes()[:3000])
+    junk.write_bytes(b"MDF     junk")
+    for path in (cut, junk):
+        r = subprocess.run([sys.executable, "-m", "logb.cli.main", "dump", str(path)], capture_output=True,
+                           text=True, timeout=120)
+        assert r.returncode == 1 and r.stdout == ""
+        assert "cannot read as mdf4" in r.stderr and str(path) in r.stderr
+        assert "Exception ignored" not in r.stderr and "Traceback" not in r.stderr, r.stderr

@@ -1,4 +1,4 @@
-"""MDF4 in the ASAM CAN bus-logging layout, through asammdf (written, not read).
+"""MDF4 in the ASAM CAN bus-logging layout, through asammdf (written and read).
 
 The layout is the one asammdf's `extract_bus_logging`, the asammdf GUI, CANape
 and python-can's MF4Reader expect (and python-can's MF4Writer writes): bus-event
@@ -19,25 +19,42 @@ cleaned first of the message ids cantools refuses (clean_dbc): asammdf parses an
 attached DBC with canmatrix whenever the file is opened, and canmatrix prints
 "error with line no" for such a BO_ line and hangs that message's signals on the
 message before it.
+
+Reading takes every channel group holding one of those structures, whoever wrote
+it (logb, python-can's MF4Writer, a logger or CANape), by its component channels:
+ID (bit 31, where a writer sets it, also means extended), IDE, DLC (else from
+DataLength), DataLength, DataBytes (fixed or variable length; bytes past
+DataLength are dropped), Dir, EDL, BRS, ESI, each absent one 0. Times are the
+header's start plus the master channel: dated, unless the start is the Unix
+epoch (what logb writes for an undated recording); µs ticks when every stamp is
+a whole µs, else ns. BusChannel n is the bus can{n-1} (ASAM counts from 1);
+python-can's MF4Writer numbers "can0" 0, so a file with a BusChannel 0 is read
+as counting from 0.
 """
 
 import datetime
+import gc
 import hashlib
 import os
 import re
+import sys
 
 import numpy as np
 
 from .. import layout
 from ..dbc import EXT_BITS, EXTENDED, STD_BITS
 from ..layout import FLAG_BRS, FLAG_ERROR, FLAG_ESI, FLAG_EXTENDED, FLAG_FD, FLAG_REMOTE, FLAG_TX
-from .trace import merged
+from .trace import Bus, Trace, merged
 
 NAME = "mdf4"
 EXTENSIONS = (".mf4", ".mdf")
 REQUIRES = "asammdf"
-LOSSES = ""  # asammdf holds every frame
-read = None  # asammdf's extract_bus_logging reads it; Logb does not
+LOSSES = """\
+- MDF4: BusChannel is one byte: a bus numbered over 254 (BLF channel 4368) becomes can254. The
+  master channel is float64 seconds after the header's start: exact to the ns within ~10^6 s
+  of it, so an undated trace (written from the epoch) with larger stamps keeps them to ~0.5 µs.
+  CAN_RemoteFrame has no EDL/BRS/ESI (CAN FD has no remote frames): a remote frame a BLF flags
+  FD loses those flags."""
 EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 GROUPS = ("CAN_DataFrame", "CAN_ErrorFrame", "CAN_RemoteFrame")
 
@@ -179,3 +196,107 @@ def write(trace, out, compression=2):
     finally:
         mdf.close()
     return warnings
+
+
+def _column(mdf, name, index, n, dtype=np.uint8):
+    """The raw samples of component channel `name` of group `index`, or zeros when it has none."""
+    try:
+        return np.asarray(mdf.get(name, index, raw=True).samples)
+    except Exception:  # asammdf raises MdfException (or a KeyError) for a channel the group lacks
+        return np.zeros(n, dtype)
+
+
+def _payloads(samples, lengths, n):
+    """(n, 64) zero-padded data of DataBytes samples: a fixed (n, W) array, or variable-length bytes."""
+    out = np.zeros((n, layout.FD_PAYLOAD), np.uint8)
+    if samples.dtype == object or samples.ndim == 1:  # VLSD: one bytes object per frame
+        for k, b in enumerate(samples.tolist()):
+            b = bytes(b)[:layout.FD_PAYLOAD]
+            out[k, :len(b)] = np.frombuffer(b, np.uint8)
+    else:
+        w = min(samples.shape[1], layout.FD_PAYLOAD)
+        out[:, :w] = samples[:, :w]
+    out[np.arange(layout.FD_PAYLOAD)[None, :] >= lengths[:, None]] = 0  # past DataLength: not on the wire
+    return out
+
+
+def _open(path):
+    """asammdf's MDF of `path`; what it cannot open raises ValueError saying why."""
+    from asammdf import MDF
+
+    hook, sys.unraisablehook = sys.unraisablehook, lambda _: None
+    try:
+        try:
+            return MDF(str(path))
+        except Exception as exc:  # asammdf raises several unrelated types for a file it cannot read
+            why = str(exc) or type(exc).__name__
+        # the half-built MDF4 is freed with the exception above, and its __del__ raises
+        # AttributeError ("Exception ignored ..." on stderr) about the file it never opened
+        gc.collect()
+    finally:
+        sys.unraisablehook = hook
+    raise ValueError(why)
+
+
+def read(path):
+    """An MDF4 CAN bus-logging file as a Trace (see the module's doc)."""
+    parts = []  # (BusChannel, seconds after the start, id, flags, dlc, data)
+    mdf = _open(path)
+    try:
+        start = mdf.header.start_time
+        for index, group in enumerate(mdf.groups):
+            names = {c.name for c in group.channels}
+            kind = next((g for g in GROUPS if f"{g}.ID" in names), None)
+            if kind is None or not group.channel_group.cycles_nr:
+                continue
+            ident = mdf.get(f"{kind}.ID", index, raw=True)
+            n = len(ident.samples)
+            raw_id = np.asarray(ident.samples).astype(np.uint32)
+            ext = (_column(mdf, f"{kind}.IDE", index, n) != 0) | (raw_id & np.uint32(EXTENDED) != 0)
+            flags = (ext * FLAG_EXTENDED | (_column(mdf, f"{kind}.Dir", index, n) != 0) * FLAG_TX
+                     | (_column(mdf, f"{kind}.EDL", index, n) != 0) * FLAG_FD
+                     | (_column(mdf, f"{kind}.BRS", index, n) != 0) * FLAG_BRS
+                     | (_column(mdf, f"{kind}.ESI", index, n) != 0) * FLAG_ESI).astype(np.uint8)
+            flags |= {"CAN_DataFrame": 0, "CAN_ErrorFrame": FLAG_ERROR, "CAN_RemoteFrame": FLAG_REMOTE}[kind]
+            length = _column(mdf, f"{kind}.DataLength", index, n).astype(np.int64)
+            if f"{kind}.DLC" in names:
+                dlc = _column(mdf, f"{kind}.DLC", index, n).astype(np.uint8)
+            else:
+                dlc = np.array([layout.len_to_dlc(int(x)) for x in length], np.uint8)
+            if kind == "CAN_RemoteFrame":
+                data = np.zeros((n, layout.FD_PAYLOAD), np.uint8)
+            else:
+                data = _payloads(_column(mdf, f"{kind}.DataBytes", index, n), length, n)
+            bus = _column(mdf, f"{kind}.BusChannel", index, n).astype(np.int64)
+            parts.append((bus, np.asarray(ident.timestamps, np.float64), raw_id & np.uint32(EXT_BITS), flags,
+                          dlc, data))
+    finally:
+        mdf.close()
+    return _trace(parts, start)
+
+
+def _trace(parts, start):
+    cols = [np.concatenate([p[k] for p in parts]) if parts else np.zeros(0) for k in range(5)]
+    bus, seconds, ids, flags, dlc = cols
+    data = np.concatenate([p[5] for p in parts]) if parts else np.zeros((0, layout.FD_PAYLOAD), np.uint8)
+    if start.tzinfo is None:  # asammdf gives the header's local time when it has no offset
+        start = start.astimezone()
+    delta = start - EPOCH
+    start_us = (delta.days * 86400 + delta.seconds) * 10**6 + delta.microseconds  # a datetime holds whole µs
+    dated = start_us != 0
+    ns = np.round(seconds * 1e9).astype(np.int64)
+    exp = -6 if not (ns % 1000).any() else -9
+    t = ns // 1000 if exp == -6 else ns
+    if dated:
+        t = t + start_us * 10 ** (-6 - exp)
+    first_bus = int(bus.min()) if len(bus) else 1
+    buses = {}
+    for ch in np.unique(bus).tolist():
+        sel = np.flatnonzero(bus == ch)
+        sel = sel[np.argsort(t[sel], kind="stable")]
+        fd = bool((flags[sel] & FLAG_FD).any())
+        name = f"can{ch - (1 if first_bus >= 1 else 0)}"
+        buses[name] = Bus(name, t[sel], ids[sel].astype(np.uint32), flags[sel].astype(np.uint8),
+                          dlc[sel].astype(np.uint8),
+                          np.ascontiguousarray(data[sel, :layout.FD_PAYLOAD if fd else layout.CLASSIC_PAYLOAD]))
+    return Trace(buses, exp, dated, start_us * 10 ** (-6 - exp) if dated else None, NAME)
