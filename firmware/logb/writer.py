@@ -413,14 +413,17 @@ class Writer:
         self._out = bytearray(2 * page)
         self._pmv = memoryview(self._out)[:page]
         self._tail = memoryview(self._out)[page:]
-        sizes = []
+        # _fmt[(n + 15) >> 4]: "%ds" of the smallest power of two >= max(n, 16), n <= page:
+        # a copy of n bytes is one pack_into, its format found without a loop
+        fmts = []
         s = 16
-        while s < page:
-            sizes.append(s)
-            s *= 2
-        sizes.append(page)
-        self._sizes = tuple(sizes)
-        self._fmts = tuple("%ds" % s for s in sizes)
+        f = "16s"
+        for i in range(page // 16 + 1):
+            if 16 * i > s:
+                s *= 2
+                f = "%ds" % s
+            fmts.append(f)
+        self._fmt = tuple(fmts)
         self._fill = 0
         self._done = 0
         self._pos_hi = 0  # bytes written, as hi * 2**24 + lo
@@ -807,10 +810,10 @@ class Writer:
                 stored = m
         if not codec:
             stored = size
-        if PERIOD_30:
-            pack_into("<IBBHHHHHIIBBHII", b, 0, 28 + stored, _FT_DATA, 0, st.sid, t & 0xFFFF,
-                      (t >> 16) | ((e & 3) << 14), (e >> 2) & 0xFFFF, (e >> 18) & 0xFFFF, n, 0, codec, 0, 0,
-                      size, 0)
+        if PERIOD_30:  # axis_base = e * 2**30 + t as 16 + 16 + 32 bits (e < 0 before the first reading);
+            # zero fields as pad bytes (each value costs the pack a conversion); 32..35 stay zero from allocation
+            pack_into("<IBxHHHiI4xB3xI", b, 0, 28 + stored, _FT_DATA, st.sid, t & 0xFFFF,
+                      (t >> 16) | ((e & 3) << 14), e >> 2, n, codec, size)
         else:  # (TICKS_PERIOD is 2**62 on 64-bit ports, not a small int: multiplying by it allocates)
             pack_into("<IBBHqIIBBHQ", b, 0, 28 + stored, _FT_DATA, 0, st.sid, e * TICKS_PERIOD + t if e else t,
                       n, 0, codec, 0, 0, size)
@@ -1035,12 +1038,8 @@ class Writer:
     def _put(self, src, n):
         """Append src[0:n] (n <= page) to the page buffer; full pages go out."""
         fill = self._fill
-        sizes = self._sizes
-        k = 0
-        while sizes[k] < n:
-            k += 1
-        # copies sizes[k] >= n bytes: the excess lands past fill and is overwritten later
-        pack_into(self._fmts[k], self._out, fill, src)
+        # copies n or more bytes: the excess lands past fill and is overwritten later
+        pack_into(self._fmt[(n + 15) >> 4], self._out, fill, src)
         fill += n
         self._fill = fill
         self._seg += n
@@ -1054,39 +1053,35 @@ class Writer:
 
     def _spill(self):
         page = self._page
-        if self._done:
-            self._write(self._out, self._done, page - self._done)
-        else:
-            try:
+        done = self._done
+        try:
+            if done:
+                self._write_range(self._out, done, page - done)
+            else:
                 self._sink.write(self._pmv)
-            except OSError:
-                self.errors += 1
+        except OSError:
+            self.errors += 1
         r = self._fill - page
         if r:
-            k = 0
-            while self._sizes[k] < r:
-                k += 1
-            pack_into(self._fmts[k], self._out, 0, self._tail)
+            pack_into(self._fmt[(r + 15) >> 4], self._out, 0, self._tail)
         self._fill = r
         self._done = 0
 
     def _sync_out(self):
         """Hand the partial page to the sink and flush it (the durability point)."""
         f = self._fill
-        if f > self._done:
-            self._write(self._out, self._done, f - self._done)
+        done = self._done
+        if f > done:
             self._done = f
+            try:
+                self._write_range(self._out, done, f - done)
+            except OSError:
+                self.errors += 1
         if self._flush is not None:
             try:
                 self._flush()
             except OSError:
                 self.errors += 1
-
-    def _write(self, buf, off, n):
-        try:
-            self._write_range(buf, off, n)
-        except OSError:
-            self.errors += 1
 
     # ------------------------------------------------------------ introspection
     def __getattr__(self, name):
