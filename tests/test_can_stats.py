@@ -92,3 +92,44 @@ def test_cli_stats(tmp_path, capsys):
     with logb.Writer(str(plain)) as w:
         w.add_stream(schema).write_batch({"v": np.arange(3)})
     assert main(["stats", str(plain)]) == 64  # no CAN stream
+
+
+def test_cli_stats_window_time_and_load_window(tmp_path, capsys):
+    """--window is a time range as everywhere (the statistics are of the frames in it), --time
+    how the bus's first and last frame show, --load-window the peak-load window; the old
+    --window S (the peak-load window) is a usage error now, not a silent range."""
+    # 0..1 s: one frame per ms; 1..2 s: one per 10 ms
+    rows = [(1_700_000_000_000_000 + i * 1000, 0x100, 0, 8) for i in range(1000)]
+    rows += [(1_700_000_001_000_000 + i * 10_000, 0x100, 0, 8) for i in range(100)]
+    lb = tmp_path / "w.logb"
+    formats.write_logb(trace_with(rows), lb)
+
+    def stats_json(*args):
+        assert main(["stats", str(lb), "--json", *args]) == 0
+        (bus,) = json.loads(capsys.readouterr().out)["buses"]
+        return bus
+
+    whole = stats_json()
+    assert whole["frames"] == 1100 and whole["time"] == "utc"
+    assert whole["start"] == "2023-11-14T22:13:20.000000Z" and whole["end"] == "2023-11-14T22:13:21.990000Z"
+    assert whole["load_window_s"] == 0.1 and whole["peak_load"] == pytest.approx(100 * 111 / 500_000 / 0.1)
+    late = stats_json("--window", "1:", "--time", "relative")
+    assert late["frames"] == 100 and late["start"] == 1.0 and late["end"] == pytest.approx(1.99)
+    assert late["ids"][0]["mean_period_s"] == pytest.approx(0.01)
+    assert stats_json("--window", "2023-11-14T22:13:20.5Z/2023-11-14T22:13:20.6Z")["frames"] == 101
+    assert stats_json("--load-window", "0.5")["peak_load"] == pytest.approx(500 * 111 / 500_000 / 0.5)
+    assert main(["stats", str(lb), "--window", "5", "6"]) == 64  # outside the recording
+    assert "holds no record" in capsys.readouterr().err
+    assert main(["stats", str(lb), "--load-window", "0"]) == 64
+    with pytest.raises(SystemExit) as exc:
+        main(["stats", str(lb), "--window", "0.1"])
+    assert exc.value.code == 64 and "expected T0 T1" in capsys.readouterr().err
+    assert main(["stats", str(lb), "--window", "1:", "--time", "device"]) == 0
+    text = capsys.readouterr().out
+    assert "span 0.990 s (1700000001.000000 to 1700000001.990000 s device time)" in text
+    undated = tmp_path / "u.log"
+    undated.write_text("".join(f"({i / 100:.6f}) can0 123#00\n" for i in range(10)))
+    assert main(["stats", str(undated), "--time", "utc"]) == 64
+    assert "undated" in capsys.readouterr().err
+    assert main(["stats", str(undated)]) == 0
+    assert "(0.000000 to 0.090000 s after the start)" in capsys.readouterr().out

@@ -15,7 +15,7 @@ fixed stuff bits at the data rate when BRS is set — summed as time and divided
 by the bus's time span. `load` counts no dynamic stuff bits; `load_worst` adds
 the worst case (one per 4 bits of the stuffed region), so the true load lies
 between. `peak_load` is the highest `load` over consecutive windows of
-`window` seconds. Error frames are counted but not in the load.
+`load_window` seconds (logb stats --load-window). Error frames are counted but not in the load.
 
 Short frames: given the bus's messages (its per-message streams' routes, or the
 entries of its DBC), the data frames each message got that were shorter than
@@ -83,7 +83,8 @@ def short_frames(bus, entries):
     return out
 
 
-def bus_stats(bus, axis_exp, bitrate=500_000, data_bitrate=2_000_000, gap_factor=2.0, window=0.1, messages=()):
+def bus_stats(bus, axis_exp, bitrate=500_000, data_bitrate=2_000_000, gap_factor=2.0, load_window=0.1,
+              messages=()):
     """Statistics of one formats.Bus (a dict, JSON-ready); `messages`: message_entries()."""
     scale = 10.0 ** axis_exp
     n = len(bus)
@@ -116,7 +117,8 @@ def bus_stats(bus, axis_exp, bitrate=500_000, data_bitrate=2_000_000, gap_factor
     out = {"name": bus.name, "frames": n, "fd": bus.fd, "ids": ids,
            "data_frames": int((kind == 0).sum()), "remote_frames": int((kind == 1).sum()),
            "error_frames": int((kind == 2).sum()), "bitrate": bitrate, "data_bitrate": data_bitrate,
-           "span_s": 0.0, "load": None, "load_worst": None, "peak_load": None, "window_s": window,
+           "span_s": 0.0, "load": None, "load_worst": None, "peak_load": None,
+           "load_window_s": load_window,
            "short_frames": short_frames(bus, messages)}
     if n:
         tmin, tmax = int(bus.t.min()), int(bus.t.max())
@@ -130,12 +132,12 @@ def bus_stats(bus, axis_exp, bitrate=500_000, data_bitrate=2_000_000, gap_factor
         if span > 0:
             out["load"] = float(busy.sum() / span)
             out["load_worst"] = float((busy.sum() + worst.sum()) / span)
-            per_window = max(int(round(window / scale)), 1)  # ticks, exact
-            if window and tmax - tmin >= per_window:
+            per_window = max(int(round(load_window / scale)), 1)  # ticks, exact
+            if load_window and tmax - tmin >= per_window:
                 slot = (bus.t - tmin) // per_window
                 full = slot < (tmax - tmin) // per_window  # whole windows only
                 per = np.bincount(slot[full], weights=busy[full])
-                out["peak_load"] = float(per.max() / window) if len(per) else None
+                out["peak_load"] = float(per.max() / load_window) if len(per) else None
     return out
 
 
@@ -154,18 +156,28 @@ def _pct(x):
     return "-" if x is None else f"{x * 100:.1f} %"
 
 
+def _ends(b):
+    """' (first to last frame)' in the time b["time"] names (logb stats --time), else ''."""
+    if b.get("start") is None:
+        return ""
+    if b["time"] == "utc":
+        return f" ({b['start']} to {b['end']})"
+    after = " after the start" if b["time"] == "relative" else " device time"
+    return f" ({b['start']:.6f} to {b['end']:.6f} s{after})"
+
+
 def render(stats):
     """Plain-text tables of trace_stats() output."""
     lines = []
     for b in stats:
         lines.append(f"bus {b['name']}{' (CAN FD)' if b['fd'] else ''}: {b['frames']} frames "
                      f"({b['data_frames']} data, {b['remote_frames']} remote, {b['error_frames']} error), "
-                     f"{len(b['ids'])} ids, span {b['span_s']:.3f} s")
+                     f"{len(b['ids'])} ids, span {b['span_s']:.3f} s{_ends(b)}")
         rate = f"{b['bitrate'] / 1e3:g} kbit/s" + (f", data phase {b['data_bitrate'] / 1e3:g} kbit/s"
                                                    if b['fd'] else "")
         lines.append(f"  bus load at {rate}: {_pct(b['load'])} without stuff bits, "
                      f"{_pct(b['load_worst'])} with worst-case stuffing; peak {_pct(b['peak_load'])} "
-                     f"(windows of {b['window_s'] * 1e3:g} ms)")
+                     f"(windows of {b['load_window_s'] * 1e3:g} ms)")
         head = ("id", "kind", "count", "mean ms", "jitter ms", "min ms", "max ms", "gaps", "max gap ms", "dlc")
         rows = []
         for r in b["ids"]:

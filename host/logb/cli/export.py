@@ -126,7 +126,7 @@ def run_can(args, fmt, out):
             args.ids.require(np.concatenate([b.id for b in trace.buses.values()]), args.file)
             trace = select(trace, lambda b: args.ids.mask(b.id))
         if args.window is not None:
-            trace = select(trace, _in_window(f, trace, args.window))
+            trace = select(trace, in_window(f, trace, args.window))
         warnings = fmt.write(trace, tmp)
         damaged = not f.report.clean
     for w in warnings:
@@ -136,20 +136,31 @@ def run_can(args, fmt, out):
     return EXIT_DAMAGED if damaged else EXIT_OK
 
 
-def _in_window(f, trace, window):
-    """keep(bus) for formats.trace.select: the frames inside `window`; raises
-    OutsideRecordingError when none is."""
+def trace_timeline(f, trace):
+    """timeline(ticks): the Timeline of ticks of `trace` (formats.read_logb of `f`): relative
+    time counts from the recording's start, or from the buses' first frame when the trace's
+    ticks are wall time and the file's axis is not (anchored sessions); device seconds are the
+    trace's own (the logger's axis only when the trace is undated or every session is unix)."""
     scale = 10.0 ** trace.axis_exp
     every = np.concatenate([b.t for b in trace.buses.values()])
     origin = file_origin_s(f)
     if trace.dated and not all(s.time_base == "unix" for s in f.sessions):
-        origin = None  # the trace's ticks are wall time, the origin axis time: count from its first frame
+        origin = None
+    if origin is None:
+        origin = every.min() * scale if len(every) else 0.0
 
     def timeline(t):
         wall = t * 10 ** (9 + trace.axis_exp) if trace.dated and trace.axis_exp >= -9 else None
-        return Timeline(t * scale, wall, origin if origin is not None else every.min() * scale, trace.axis_exp)
+        return Timeline(t * scale, wall, origin, trace.axis_exp)
 
-    timeline(every).select(window, "the buses")  # the error, when nothing is in it
+    return timeline
+
+
+def in_window(f, trace, window):
+    """keep(bus) for formats.trace.select: the frames inside `window`; raises
+    OutsideRecordingError when none is."""
+    timeline = trace_timeline(f, trace)
+    timeline(np.concatenate([b.t for b in trace.buses.values()])).select(window, "the buses")  # none: the error
     return lambda b: timeline(b.t).select(window) if len(b) else np.zeros(0, bool)
 
 
