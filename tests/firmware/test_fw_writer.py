@@ -474,7 +474,8 @@ def test_socketcan_ids_normalised_and_unrecordable_frames_counted():
     bad = [(20, 1 << 32, bytes(8), 1, -1), (21, -5, b"", 0, -1), (22, 0x800, bytes(8), 0, -1),
            (23, (1 << 30) | 0x800, b"", 0, 0), (24, 0x100, bytes(8), 0, 16), (25, 0x100, bytes(8), 0, 5),
            (26, 0x100, bytes(12), 8, 8), (27, 0x100, bytes(12), 0, -1), (28, 0x100, b"", 0x80, -1),
-           (29, 0x100, bytes(3), 0, -2), (30, 0x100, bytes(65), 8, -1)]
+           (29, 0x100, bytes(3), 0, -2), (30, 0x100, bytes(65), 8, -1),
+           (31, 0x123, b"\x01", 256, -1)]  # flags past the byte (MicroPython would truncate, CPython raise)
     for (t, cid, data, fl, dlc), _ in good:
         w.append_can(t, cid, data, fl, dlc)
     for t, cid, data, fl, dlc in bad:
