@@ -22,7 +22,17 @@ value (identity fields keep their raw type). The time column is `time_utc`
 has `axis_UNIT` instead. Parquet keeps each field's unit, description and
 raw type in the Arrow field metadata.
 
+A raw CAN bus stream reads as `logb dump` shows it: run_id, the time, id
+(hex: 3 digits standard, 8 extended), dlc (the wire code), data (hex bytes,
+as many as the DLC says; none for a remote frame) and flags (X extended,
+R remote, E error, F FD, B BRS, S ESI, T sent by the logger). In Parquet, for
+programs, id is uint32, flags the uint8 bit mask (bit 0 extended .. 6 sent,
+in the field's metadata) and data binary: filters need no parsing and
+nothing is lost (the stored zero padding past the DLC is no data; a file
+whose padding is not zero is refused rather than cut).
+
   logb export rec.logb --stream can0 --format parquet -o can0.parquet
+  logb export rec.logb --stream can0 --window 10 20 -o can0.csv
 
 CAN formats (candump .log, asc, blf, trc, mdf4 .mf4) write the CAN buses back
 as a trace (python-can) or an ASAM MDF4 bus-logging file (asammdf): every
@@ -54,8 +64,14 @@ def add_arguments(p):
     add_recover(p)
 
 
+def _table_format(args):
+    """csv or parquet: --format, else the output's extension."""
+    return args.format or ("parquet" if args.output.endswith((".parquet", ".pq")) else "csv")
+
+
 def _table(f, stream, args):
-    """(names, data, meta) of one stream, its rows in --window."""
+    """(names, data, meta) of one stream, its rows in --window (a raw CAN bus stream's
+    columns as _can_columns makes them for the format)."""
     cols = stream.columns()
     s = stream.schema
     if s.axis_kind == AxisKind.time:
@@ -77,20 +93,58 @@ def _table(f, stream, args):
     names = ["run_id", axis_name]
     data = [cols.run_id, axis]
     meta = [{}, axis_meta]
-    for fd in s.fields:
-        names.append(fd.name)
-        data.append(cols.phys(fd.name))
-        meta.append({"unit": fd.unit, "description": fd.description})
+    if s.meta_dict().get("logb.can.layout") in ("raw", "raw-fd"):
+        more = _can_columns(cols, _table_format(args) == "parquet")
+    else:
+        more = [(fd.name, cols.phys(fd.name), {"unit": fd.unit, "description": fd.description}) for fd in s.fields]
+    for name, col, md in more:
+        names.append(name)
+        data.append(col)
+        meta.append(md)
     if keep is not None:
         data = [c[keep] for c in data]
     return names, data, meta
+
+
+FLAG_LETTERS = "XREFBST"  # layout.FLAG_NAMES bit by bit, as logb dump shows them
+_FLAG_BITS = "bit0 extended, 1 remote, 2 error, 3 FD, 4 BRS, 5 ESI, 6 tx (sent by the logger)"
+
+
+def _can_columns(cols, parquet):
+    """[(name, column, meta)] of a raw CAN bus stream's frames after the time, as dump shows
+    them: id (hex, 3 digits standard, 8 extended), dlc (the wire code), data (the bytes the
+    DLC says: the stored zero padding is no data) and flags (dump's letters). Parquet keeps
+    numbers a program filters on: id uint32, flags the uint8 bit mask, data binary."""
+    from ..can.layout import FLAG_EXTENDED, FLAG_REMOTE, frame_lengths
+
+    ids, flags, dlc, stored = cols.raw["id"], cols.raw["flags"], cols.raw["dlc"], cols.raw["data"]
+    lengths = frame_lengths(dlc, flags)
+    payloads = [bytes(row[:n]) for row, n in zip(stored, lengths.tolist())]
+    beyond = np.arange(stored.shape[1])[None, :] >= lengths[:, None]
+    if (stored[beyond] != 0).any():  # SPEC §13.1: zero-padded; say so rather than drop bytes silently
+        raise InvalidSchemaError(f"{int((stored * beyond).any(axis=1).sum())} frames hold non-zero bytes past "
+                                 f"their DLC's length: export --format candump or dump --json keeps them")
+    dlc_meta = {"description": "DLC code as on the wire"}
+    if parquet:
+        return [("id", np.asarray(ids, np.uint32), {"description": "CAN identifier (29 bits)"}),
+                ("dlc", np.asarray(dlc, np.uint8), dlc_meta),
+                ("data", np.array(payloads, dtype=object), {"description": "the bytes the DLC says"}),
+                ("flags", np.asarray(flags, np.uint8), {"description": _FLAG_BITS})]
+    fl = np.asarray(flags, np.uint8)
+    hexid = [f"{i:08X}" if f & FLAG_EXTENDED else f"{i:03X}" for i, f in zip(ids.tolist(), fl.tolist())]
+    text = ["" if f & FLAG_REMOTE else " ".join(f"{b:02X}" for b in p) for p, f in zip(payloads, fl.tolist())]
+    letters = ["".join(c for bit, c in enumerate(FLAG_LETTERS) if f >> bit & 1) for f in fl.tolist()]
+    return [("id", np.array(hexid, dtype=object), {"description": "hex"}), ("dlc", np.asarray(dlc), dlc_meta),
+            ("data", np.array(text, dtype=object), {"description": "hex bytes, as many as the DLC says"}),
+            ("flags", np.array(letters, dtype=object), {"description": "X extended, R remote, E error, F FD, "
+                                                                         "B BRS, S ESI, T sent by the logger"})]
 
 
 def run(args, out):
     can_format = formats.REGISTRY.get(args.format) if args.format else formats.for_path(args.output)
     if can_format is not None:
         return run_can(args, can_format, out)
-    fmt = args.format or ("parquet" if args.output.endswith((".parquet", ".pq")) else "csv")
+    fmt = _table_format(args)
     if args.stream is None:
         raise UsageError("--stream is required for csv and parquet")
     if args.ids is not None:
