@@ -299,7 +299,7 @@ def main(argv=None):
                     help="cbridge: size of its verify files (its default: 1 GB)")
     ap.add_argument("--fw-frames", type=int, default=20000,
                     help="firmware: trace frames per lap on the unix port (default 20000)")
-    ap.add_argument("--fw-reps", type=int, default=5, help="firmware: timed runs per case, the best counts (default 5)")
+    ap.add_argument("--fw-reps", type=int, default=9, help="firmware: timed runs per case, the best counts (default 9)")
     ap.add_argument("--fw-qemu-frames", type=int, default=600,
                     help="firmware: trace frames per counted lap on qemu (default 600)")
     ap.add_argument("--_rss-worker", nargs=2, metavar=("MODE", "PATH"), help=argparse.SUPPRESS)

@@ -3,7 +3,8 @@
 # thousands of instructions). firmware/bench/qemu_count.py prepends CFG (LBCF
 # bytes), BLOB (inputs.encode frames), NFRAMES, LAPS and CASES and runs it with the
 # frozen firmware; one line "COUNT name instructions units seals rotations"
-# per case.
+# per case. Every count runs under micropython.heap_lock(): a MemoryError means
+# the counted path allocated.
 import gc
 import io
 import struct
@@ -12,8 +13,10 @@ from array import array
 
 import micropython
 
-SINK = 2048  # a RAM sink, rewound every 64 frames once past this (at most ~4 KiB more)
-SINK_IO = io.BytesIO(SINK + 4096)  # before `import logb`: its CRC tables leave no large free block
+SINK = 2048  # a RAM sink, rewound every 64 frames once past this
+# room for 64 frames' records and a segment's head (its SCHEMAs: at most the config's size) past
+# SINK, so the sink never grows: every count runs with the heap locked
+SINK_IO = io.BytesIO(SINK + 4096 + len(CFG))  # noqa: F821 (CFG: from the host)
 FLOOR = bytearray(1024)
 
 import logb  # noqa: E402
@@ -32,7 +35,14 @@ def mark():
     # straight to it, so the clock's phase here, and every count, is the same each run
     gc.collect()
     _wfi()
+    micropython.heap_lock()
     return time.ticks_us()
+
+
+def done(t0):
+    dt = time.ticks_diff(time.ticks_us(), t0)
+    micropython.heap_unlock()
+    return dt
 
 
 def frames(blob, n):
@@ -108,7 +118,7 @@ def count_append(name, which, opts):
     s0, r0 = seals(w), w._seq
     t0 = mark()
     feed(w, sink, clk, 1, LAPS)  # noqa: F821 (LAPS: from the host)
-    dt = time.ticks_diff(time.ticks_us(), t0)
+    dt = done(t0)
     print("COUNT", name, dt * 1000, N * LAPS, seals(w) - s0, w._seq - r0)  # noqa: F821
 
 
@@ -137,7 +147,7 @@ def count_floor(name, opts):
                 off += s.size
                 if off > lim:
                     off = 0
-    dt = time.ticks_diff(time.ticks_us(), t0)
+    dt = done(t0)
     print("COUNT", name, dt * 1000, N * LAPS, 0, 0)  # noqa: F821
 
 
@@ -160,7 +170,7 @@ def count_sensor(name, how):
                 s.finish()
             if i & 63 == 63 and sink.tell() > SINK:
                 sink.seek(0)
-        dt = time.ticks_diff(time.ticks_us(), t0)
+        dt = done(t0)
     print("COUNT", name, dt * 1000, n, seals(w) - s0, 0)
 
 
