@@ -358,3 +358,31 @@ def test_tail_joins_a_j1939_transfer_split_across_data_frames():
         want = [compiled.database.get_message_by_name("Message2").decode(PAYLOADS[sa]) for sa in (2, 3)]
         assert [r["signals"] for r in bams] == want
         assert {r["id"] for r in bams} == {0x19F01002, 0x19F01003}  # PDU2: the PGN id of each source
+
+
+def test_live_decoder_passes_anchors_on():
+    """A logger's GPS fix (an anchor META) reaches tail as an ("anchor", …) event,
+    so a session recorded on the monotonic clock is shown in UTC live; a
+    malformed one is a "rejected" event, not a crash."""
+    sys.path.insert(0, str(pathlib.Path(__file__).parent / "firmware"))
+    import fwload
+    from logb.frames import Meta
+    from logb.framing import encode_frame
+    from logb.serial.live import LiveDecoder
+    from logb.tables import FrameType
+
+    fw = fwload.load()
+    sink = io.BytesIO()
+    w = fw.Writer(sink, session="ab" * 16, ticks=lambda: 1000)
+    s = w.add_sensor("v", [("x", "B", "")])
+    s.append(500, 1)
+    w.anchor_utc(fw.civil_days(2025, 3, 18), 23 * 3600 + 6 * 60 + 50, 250_000_000, t=1000)
+    w.close()
+    events = LiveDecoder().feed(sink.getvalue())
+    anchors = [e[1] for e in events if e[0] == "anchor"]
+    assert len(anchors) == 1
+    assert anchors[0].axis_ns == 1_000_000 and anchors[0].wall_ns == 1_742_339_210_250_000_000
+    malformed = encode_frame(FrameType.META, Meta(pairs=(("logb.anchor.axis_ns", "0"),
+                                                         ("logb.anchor.wall_ns", "12x"))).encode())
+    events = LiveDecoder().feed(sink.getvalue() + malformed)
+    assert [e[0] for e in events].count("anchor") == 1 and events[-1][0] == "rejected"

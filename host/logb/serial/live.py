@@ -21,6 +21,7 @@ from ..frames import DATA_HEADER_SIZE, DataHeader, Meta
 from ..scan import Frame, FrameScanner, Skip, sync_frames
 from ..schema import Schema
 from ..tables import FrameType
+from ..timebase import parse_anchor
 from . import protocol as P
 from .client import DeviceError, Garbled, LinkLost
 
@@ -70,6 +71,9 @@ class LiveDecoder:
                 self.bindings[sid] = Schema.decode(payload).validate()
             elif ftype == FrameType.META and not sid:
                 meta = Meta.decode(payload).as_dict()
+                if any(k.startswith("logb.anchor.") for k in meta):  # a GPS fix: tail dates the session by it
+                    events.append(("anchor", parse_anchor(meta, fr.offset)[0], None))
+                    return
                 sess = meta.get("logb.session")
                 if sess is not None and sess != self.session:
                     self.session = sess
