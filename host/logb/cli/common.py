@@ -265,7 +265,7 @@ class Progress:
 
 def input_help(what="a .logb file"):
     """The help of an input positional that `open_input` opens."""
-    return f"{what}, or a CAN trace (candump -L .log, Vector ASC/BLF, PEAK TRC; told by its content)"
+    return f"{what}, or a CAN trace (candump -L .log, Vector ASC/BLF, PEAK TRC, MDF4 bus logging; told by its content)"
 
 
 @contextmanager
@@ -283,9 +283,9 @@ def open_input(path, recover=False):
         return
     if kind is None:
         with opening(path):  # names the path, and how a Logb file cut from its start reads
-            raise NotLogbError("neither a Logb file nor a CAN trace (candump -L, Vector ASC/BLF, PEAK TRC)")
+            raise NotLogbError("neither a Logb file nor a CAN trace (candump -L, Vector ASC/BLF, PEAK TRC, MDF4)")
+    trace = formats.read_as(path, kind)  # (its errors name the path)
     with about(path):
-        trace = formats.read_as(path, kind)
         buf = io.BytesIO()
         formats.write_logb(trace, buf, source=path)
     f = LogbFile(buf.getvalue())

@@ -1,6 +1,6 @@
 """CAN trace formats in and out of Logb: candump `-L` .log, Vector ASC and BLF,
 PEAK TRC (python-can reads and writes them) and MDF4 in the ASAM CAN
-bus-logging layout (asammdf writes it).
+bus-logging layout (asammdf reads and writes it).
 
 Everything goes through one in-memory, columnar form, `Trace` (trace.py). Each
 format is one module exposing NAME, EXTENSIONS, REQUIRES (the optional module it
