@@ -8,6 +8,10 @@ Targets (default: all):
     unix    the unix port (x86-64) with the `logbc` user C module
             (USER_C_MODULES=cbridge/micropython): native emitter, viper,
             `-X heapsize=64K`, VfsFat/VfsLfs2
+    unix32  the same as a 32-bit (i386) program (MICROPY_FORCE_32BIT=1, Debian
+            gcc-multilib): a board's object sizes, small ints below 2**30 and
+            ticks that wrap at 2**30, so RAM budgets and allocation-free
+            claims are the ones a Cortex-M sees
     mpy     mpy-cross from the same tree (the .mpy format this interpreter loads)
     natmod  cbridge/micropython/natmod as logbc.mpy for x64 (imported by the
             unix port), armv6m (run by the qemu image) and armv7emsp
@@ -42,7 +46,7 @@ CBRIDGE = ROOT / "cbridge"
 USER_MODULES = CBRIDGE / "micropython"
 NATMOD = USER_MODULES / "natmod"
 FIRMWARE = ROOT / "firmware"
-TARGETS = ("unix", "mpy", "natmod", "qemu")
+TARGETS = ("unix", "unix32", "mpy", "natmod", "qemu")
 NATMOD_ARCHS = ("x64", "armv6m", "armv7emsp")
 # What the shared tree lacks (mbedtls, berkeley-db, libffi) is switched off.
 UNIX_FLAGS = ("VARIANT=standard", "MICROPY_PY_BTREE=0", "MICROPY_PY_SSL=0", "MICROPY_PY_FFI=0",
@@ -102,6 +106,7 @@ def paths(k=None):
         "base": base,
         "tree": tree,
         "unix": tree / "ports" / "unix" / "build-standard" / "micropython",
+        "unix32": tree / "ports" / "unix" / "build-32" / "micropython",
         "mpy": tree / "mpy-cross" / "build" / "mpy-cross",
         "natmod": {a: base / "natmod" / a / "logbc.mpy" for a in NATMOD_ARCHS},
         "qemu": tree / "ports" / "qemu" / f"build-{QEMU_BOARD}" / "firmware.elf",
@@ -153,6 +158,8 @@ def make_steps(tree, logb=ROOT):
     natmod_makefile(). `make -j` is left out: it is this tool's, not the build's."""
     user_modules = logb / USER_MODULES.relative_to(ROOT)
     steps = [("unix", tree / "ports" / "unix", [*UNIX_FLAGS, f"USER_C_MODULES={user_modules}"]),
+             ("unix32", tree / "ports" / "unix",
+              [*UNIX_FLAGS, "BUILD=build-32", "MICROPY_FORCE_32BIT=1", f"USER_C_MODULES={user_modules}"]),
              ("mpy", tree / "mpy-cross", [])]
     steps += [("natmod", None, [f"MPY_DIR={tree}", f"ARCH={arch}"]) for arch in NATMOD_ARCHS]
     steps.append(("qemu", tree / "ports" / "qemu",
@@ -176,6 +183,16 @@ def build_unix(p):
     _need("gcc", "the unix port")
     for folder, args in _steps(p, "unix"):
         _make(args, folder, log=p["base"] / "unix.log")
+
+
+def build_unix32(p):
+    _need("make", "the 32-bit unix port")
+    probe = subprocess.run(["gcc", "-m32", "-x", "c", "-o", os.devnull, "-"], input="int main(void){return 0;}",
+                           capture_output=True, text=True)
+    if probe.returncode != 0:
+        raise ToolMissing("gcc -m32 cannot link (Debian gcc-multilib) for the 32-bit unix port")
+    for folder, args in _steps(p, "unix32"):
+        _make(args, folder, log=p["base"] / "unix32.log")
 
 
 def build_mpy(p):
@@ -213,7 +230,7 @@ def build_qemu(p):
     p["qemu_stamp"].write_text(want)
 
 
-BUILDERS = {"unix": build_unix, "mpy": build_mpy, "natmod": build_natmod, "qemu": build_qemu}
+BUILDERS = {"unix": build_unix, "unix32": build_unix32, "mpy": build_mpy, "natmod": build_natmod, "qemu": build_qemu}
 
 
 def _built(p, target):

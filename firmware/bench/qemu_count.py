@@ -11,22 +11,6 @@ sys.path.insert(0, str(HERE))
 import inputs  # noqa: E402
 import mpreal  # noqa: E402  (tests/firmware, on the path through inputs)
 
-# The counts are exact only if the virtual clock jumps to the next timer while the
-# guest waits in WFI (qemu's sleep=off; with sleep=on it advances with host time).
-# Set for this module's runs only: other tests compare mpreal.QEMU_CMD with the README.
-SLEEP_OFF = "-icount shift=0,sleep=off"
-
-
-def run_qemu(path):
-    cmd = mpreal.QEMU_CMD
-    if "sleep=off" not in cmd:
-        mpreal.QEMU_CMD = cmd.replace("-icount shift=0", SLEEP_OFF)
-    try:
-        return mpreal.run_qemu(path)
-    finally:
-        mpreal.QEMU_CMD = cmd
-
-
 def script(cfg, frames, laps, cases):
     head = (f"CFG = {cfg!r}\nBLOB = {inputs.encode(frames)!r}\nNFRAMES = {len(frames)}\nLAPS = {laps}\n"
             f"CASES = {cases!r}\n")
@@ -37,7 +21,7 @@ def run(cfg, frames, laps, cases, tmp):
     """{name: (instructions, units, seals, rotations)} of one qemu run."""
     p = pathlib.Path(tmp) / "count.py"
     p.write_text(script(cfg, frames, laps, cases))
-    out = run_qemu(p)
+    out = mpreal.run_qemu(p)  # (-icount shift=0,sleep=off: see mpreal.QEMU_CMD)
     if "COUNTS DONE" not in out:
         raise AssertionError(f"qemu count did not finish:\n{out[-3000:]}")
     res = {}
@@ -57,7 +41,7 @@ def heap(cfgs, tmp):
     for cfg in [None] + list(cfgs):
         p = pathlib.Path(tmp) / "heap.py"
         p.write_text(f"CFGS = {[cfg] if cfg else []!r}\n" + (HERE / "mp_heap.py").read_text())
-        out = run_qemu(p)
+        out = mpreal.run_qemu(p)
         if "HEAP DONE" not in out:
             raise AssertionError(f"qemu heap run did not finish:\n{out[-3000:]}")
         for line in out.splitlines():

@@ -16,8 +16,10 @@ from fwload import ROOT
 sys.path.insert(0, str(ROOT / "tools"))
 import micropython_build  # noqa: E402
 
-QEMU_CMD = ("qemu-system-arm -machine mps2-an385 -icount shift=0 -nographic -monitor null -semihosting "
-            "-serial pty -kernel {elf}")
+# sleep=off: while the guest waits in WFI the virtual clock jumps to the next timer instead of
+# following the host's clock, so counts do not depend on when the script arrived over the UART.
+QEMU_CMD = ("qemu-system-arm -machine mps2-an385 -icount shift=0,sleep=off -nographic -monitor null "
+            "-semihosting -serial pty -kernel {elf}")
 
 
 def built(target):
@@ -33,8 +35,10 @@ def built(target):
     return p[target]
 
 
-def unix_binary():
-    return built("unix")
+def unix_binary(bits=64):
+    """The x86-64 unix port, or (bits=32) the i386 one: a board's object sizes,
+    small ints below 2**30 and ticks wrapping at 2**30."""
+    return built("unix32" if bits == 32 else "unix")
 
 
 def firmware_mpy(march="x64"):
@@ -55,19 +59,19 @@ def firmware_mpy(march="x64"):
     return out
 
 
-def unix_command(script, *args, heap="64K", lib=None, binary=None):
+def unix_command(script, *args, heap="64K", lib=None, binary=None, bits=64):
     """(argv, env) of `micropython -X heapsize=HEAP script args…` with `lib`
     (the folder that holds the `logb` package; default: the .mpy build, viper
     included) first on sys.path: for a long-running process (Popen)."""
-    exe = binary or unix_binary()
-    lib = lib or firmware_mpy()
+    exe = binary or unix_binary(bits)
+    lib = lib or firmware_mpy("x86" if bits == 32 else "x64")
     env = dict(os.environ, MICROPYPATH=f".frozen:{lib}")
     return [str(exe), "-X", f"heapsize={heap}", str(script), *map(str, args)], env
 
 
-def run_unix(script, *args, cwd=None, heap="64K", lib=None, timeout=300, check=True, binary=None):
+def run_unix(script, *args, cwd=None, heap="64K", lib=None, timeout=300, check=True, binary=None, bits=64):
     """unix_command run to completion; fails (check) on a non-zero exit."""
-    cmd, env = unix_command(script, *args, heap=heap, lib=lib, binary=binary)
+    cmd, env = unix_command(script, *args, heap=heap, lib=lib, binary=binary, bits=bits)
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=cwd)
     if check and r.returncode != 0:
         raise AssertionError(f"micropython failed ({r.returncode}):\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
