@@ -36,17 +36,26 @@ if TYPE_CHECKING:  # viper's machine types, for type checkers only
         pass
 
 
-def _table():
-    t = array("I", [0] * 256)
-    for b in range(256):
-        c = b
-        for _ in range(8):
-            c = (c >> 1) ^ (_POLY if c & 1 else 0)
+@micropython.viper
+def _fill(t: ptr32, poly_hi: int, poly_lo: int):
+    # in machine words: a Python loop here would box every value >= 2**30 (256 x 8 of them)
+    poly = (uint(poly_hi) << 16) | uint(poly_lo)
+    b = 0
+    while b < 256:
+        c = uint(b)
+        k = 0
+        while k < 8:
+            if c & 1:
+                c = (c >> 1) ^ poly
+            else:
+                c = c >> 1
+            k += 1
         t[b] = c
-    return t
+        b += 1
 
 
-_TABLE = _table()
+_TABLE = array("I", bytes(1024))
+_fill(_TABLE, _POLY >> 16, _POLY & 0xFFFF)
 
 
 @micropython.viper
