@@ -46,15 +46,15 @@ def _fill(t: ptr32, poly_hi: int, poly_lo: int):
         k = 0
         while k < 8:
             if c & 1:
-                c = (c >> 1) ^ poly
+                c = uint((c >> 1) ^ poly)
             else:
-                c = c >> 1
+                c = uint(c >> 1)
             k += 1
         t[b] = c
         b += 1
 
 
-_TABLE = array("I", bytes(1024))
+_TABLE: "Any" = array("I", bytes(1024))  # (a ptr32 to viper)
 _fill(_TABLE, _POLY >> 16, _POLY & 0xFFFF)
 
 
