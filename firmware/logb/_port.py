@@ -38,6 +38,13 @@ else:
 
 
 if MICROPYTHON:
+    from gc import collect as gc_collect
+else:
+    def gc_collect() -> None:  # type: ignore[misc]
+        """CPython's heap does not fragment the way a board's does: nothing to do."""
+
+
+if MICROPYTHON:
     from struct import pack_into
 else:
     from struct import pack_into as _pack_into

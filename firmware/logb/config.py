@@ -13,6 +13,9 @@ id is kept as a small integer key `id | extended << 29` (below 2**30).
 """
 
 import struct
+from io import BytesIO
+
+from ._port import readinto
 
 try:
     from micropython import const
@@ -33,30 +36,31 @@ _KIND_MESSAGE = const(1)  # logb.can.dbc.KIND_MESSAGE
 _KIND_BRANCH = const(2)  # logb.can.dbc.KIND_MUX
 # end of wire constants
 
+_EXACT_KMASK = const((_EXACT_MASK & 0x1FFFFFFF) | (_EXACT_MASK >> 31) << 29)  # _EXACT_MASK in key space
+
 
 class Entry:
-    """One config entry, with what routing needs precomputed."""
+    """One config entry's header (its schema payload stays in the file), with what
+    routing needs precomputed. Built from the header's bytes `h` without an int of
+    2**30 or more (a heap object on a 32-bit port)."""
 
-    def __init__(self, index, match_id, mask, kind, payload_len, record_size, schema, offset=0):
+    def __init__(self, index, h, offset):
         self.index = index
         self.offset = offset  # where the schema payload starts in the config file
-        self.match_id = match_id
-        self.mask = mask
-        self.kind = kind
-        self.payload_len = payload_len
-        self.record_size = record_size
-        self.schema = schema
+        self.kind = h[8]
+        self.payload_len = h[9]
+        self.record_size = _u16(h, 10)
+        self.schema_len = _u32(h, 12)
         # Small-int key space: bit 31 (extended) moves to bit 29; bits 29/30 of a
         # real key are always 0, so an entry that requires them never matches.
-        self.reachable = (match_id & ~mask) == 0 and (match_id & mask & 0x60000000) == 0
-        self.key = (match_id & 0x1FFFFFFF) | ((match_id >> 31) << 29)
-        self.kmask = (mask & 0x1FFFFFFF) | ((mask >> 31) << 29)
-        self.select = parse_select(schema) if kind == _KIND_BRANCH else ()
+        self.key = h[0] | h[1] << 8 | h[2] << 16 | (h[3] & 0x1F) << 24 | (h[3] >> 7) << 29
+        self.kmask = h[4] | h[5] << 8 | h[6] << 16 | (h[7] & 0x1F) << 24 | (h[7] >> 7) << 29
+        self.reachable = not h[3] & 0x60 and not self.key & ~self.kmask
 
     def exact_key(self):
         """The one key this entry matches (its mask keeps the whole id and its format),
         or -1 when its mask leaves a choice (a J1939 PGN match)."""
-        if not self.reachable or self.mask & _EXACT_MASK != _EXACT_MASK:
+        if not self.reachable or self.kmask != _EXACT_KMASK:
             return -1
         return self.key
 
@@ -149,44 +153,47 @@ def _u32(b, o):
     return b[o] | (b[o + 1] << 8) | (b[o + 2] << 16) | (b[o + 3] << 24)
 
 
-def parse(data):
-    """LBCF bytes → list of Entry. ValueError when malformed."""
-    if len(data) < _LBCF_HEADER_SIZE or bytes(data[0:4]) != _LBCF_MAGIC:
+def _read(f, pos, buf, n):
+    f.seek(pos)
+    if readinto(f, buf, n) != n:
+        raise ValueError("LBCF config cut short")
+
+
+def entries(f, h):
+    """The entries of the LBCF config open as the seekable binary file `f`, one at a
+    time: only their 16-byte headers are read (into `h`, a bytearray of 16), so a
+    config of any size costs no more RAM than one Entry; between two entries the
+    caller may read the current one's schema (Entry.offset, .schema_len). Raises
+    ValueError when malformed, at the entry where it finds out."""
+    size = f.seek(0, 2)
+    _read(f, 0, h, _LBCF_HEADER_SIZE)
+    if bytes(h[0:4]) != _LBCF_MAGIC:
         raise ValueError("not an LBCF config")
-    if _u16(data, 4) != _LBCF_VERSION:
-        raise ValueError("LBCF version %d not supported" % _u16(data, 4))
-    count = _u16(data, 6)
+    if _u16(h, 4) != _LBCF_VERSION:
+        raise ValueError("LBCF version %d not supported" % _u16(h, 4))
+    count = _u16(h, 6)
     pos = _LBCF_HEADER_SIZE
-    out = []
     for i in range(count):
-        if pos + _LBCF_ENTRY_SIZE > len(data):
+        if pos + _LBCF_ENTRY_SIZE > size:
             raise ValueError("LBCF entry %d runs past the end" % i)
-        match_id = _u32(data, pos)
-        mask = _u32(data, pos + 4)
-        kind = data[pos + 8]
-        plen = data[pos + 9]
-        rsize = _u16(data, pos + 10)
-        n = _u32(data, pos + 12)
+        _read(f, pos, h, _LBCF_ENTRY_SIZE)
         pos += _LBCF_ENTRY_SIZE
-        if pos + n > len(data):
+        e = Entry(i, h, pos)
+        if i == 0 and e.kind != _KIND_RAW:
+            raise ValueError("LBCF entry 0 must be the raw bus stream")
+        pos += e.schema_len
+        if pos > size:
             raise ValueError("LBCF entry %d's schema runs past the end" % i)
-        out.append(Entry(i, match_id, mask, kind, plen, rsize, bytes(data[pos:pos + n]), pos))
-        pos += n
-    if pos != len(data):
-        raise ValueError("%d bytes after the last LBCF entry" % (len(data) - pos))
-    if not out or out[0].kind != _KIND_RAW:
+        yield e
+    if not count:
         raise ValueError("LBCF entry 0 must be the raw bus stream")
-    return out
+    if pos != size:
+        raise ValueError("%d bytes after the last LBCF entry" % (size - pos))
 
 
-def read(src):
-    """Read an LBCF config from a path, a file object or bytes."""
-    if isinstance(src, str):
-        with open(src, "rb") as f:
-            return parse(f.read())
-    if hasattr(src, "read"):
-        return parse(src.read())
-    return parse(src)
+def read(data):
+    """The entries of LBCF bytes as a list (host-side checks and tests)."""
+    return list(entries(BytesIO(data), bytearray(_LBCF_ENTRY_SIZE)))
 
 
 def check_schema(schema, record_size):

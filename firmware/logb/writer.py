@@ -20,10 +20,12 @@ axis_base is the true µs count since boot. Call `poll()` from the main loop
 idle streams' frames go out within `flush_ms`.
 """
 
+from io import BytesIO
+
 from . import crc as _crc
-from ._port import (PERIOD_30, TICKS_PERIOD, TICKS_PERIOD_M1, Deflater, hexlify, pack_into, random_bytes, range_writer,
-                    readinto, ticks_add, ticks_diff, ticks_us)
-from .config import check_schema, flip_uuid, raw_routing, read, selects
+from ._port import (PERIOD_30, TICKS_PERIOD, TICKS_PERIOD_M1, Deflater, gc_collect, hexlify, pack_into,
+                    random_bytes, range_writer, readinto, ticks_add, ticks_diff, ticks_us)
+from .config import check_schema, entries, flip_uuid, parse_select, raw_routing, selects
 
 try:
     from micropython import const
@@ -259,15 +261,28 @@ class Stream:
         self.w = w
         self.sid = sid
         self.name = name
-        frame = frame_bytes(_FT_SCHEMA, sid, schema)
         if src is None:  # the SCHEMA frame stays in RAM, in page-sized pieces
-            self.chunks = w._chunks(frame)
+            self.chunks = w._chunks(frame_bytes(_FT_SCHEMA, sid, schema))
             self.src = None
-        else:  # restated from the config file: (file offset, payload length, header + CRC)
+        else:  # restated from the config file: (file offset, payload length, header, CRC); the CRC is
+            # taken over the header and the payload where they are, not over a frame built for it
+            n = len(schema)
+            head = bytearray(8)
+            pack_into("<IBBH", head, 0, n, _FT_SCHEMA, 0, sid)
+            cs = w._cs
+            _crc.begin(cs)
+            _crc.update(head, 0, 8, cs)
+            _crc.update(schema, 0, n, cs)
+            tail = bytearray(4)
+            _crc.store(cs, tail, 0)
             self.chunks = ()
-            self.src = (src, len(schema), bytes(frame[:8]), bytes(frame[-4:]))
+            self.src = (src, n, head, tail)
         self.size = size
         self.cap = cap
+        # the garbage of the streams declared before this one, collected now: its small holes
+        # then take the small objects made after this buffer instead of the buffers being
+        # spread over them (at 64 KiB, 21 streams of scattered holes leave no 508-byte piece)
+        gc_collect()
         self.buf = bytearray(_HDR + cap * size + 4)
         self.off = _HDR  # where the next record goes; _HDR: the frame is empty
         self.end = _HDR + cap * size  # off at which the frame is full
@@ -544,77 +559,104 @@ class Writer:
         return self.add_stream(schema, size, fmt=fmt, capacity=capacity, codec=codec)
 
     def load_config(self, src, codec="none", schemas="flash"):
-        """Declare the CAN streams of an LBCF config (path, file or bytes).
-        Entry i becomes stream_id i + 1; entries of unknown kind are skipped
-        (their stream_id stays unused). Returns the streams. The raw bus
-        stream's schema is set to this writer's routing (`logb.can.routing`
-        and its uuid, SPEC §13.1); the compiler's config says `exclusive`.
+        """Declare the CAN streams of an LBCF config (path, seekable binary file or
+        bytes). Entry i becomes stream_id i + 1; entries of unknown kind are skipped
+        (their stream_id stays unused). Returns the streams. The raw bus stream's
+        schema is set to this writer's routing (`logb.can.routing` and its uuid,
+        SPEC §13.1); the compiler's config says `exclusive`.
 
-        schemas="flash" (with a path): the SCHEMA payloads are not kept in
-        RAM; the config file stays open and each segment copies them from it
-        through a small buffer (no allocation). "ram": kept in RAM."""
-        entries = read(src)
-        from_file = schemas == "flash" and isinstance(src, str) and self._cfg is None
-        if from_file:
-            self._cfg = open(src, "rb")
+        schemas="flash" (with a path): the SCHEMA payloads are not kept in RAM;
+        the config file stays open and each segment copies them from it through
+        a small buffer (no allocation). "ram": kept in RAM.
+
+        The config is read a header at a time and each schema payload into one
+        buffer of the largest one's size, so start-up never holds the whole file
+        (a 16 KB object for 20 messages: more than a fragmented 64 KiB heap has
+        in one piece); a first pass checks it all before any stream is declared."""
+        path = isinstance(src, str)
+        f = open(src, "rb") if path else src if hasattr(src, "readinto") else BytesIO(src)
+        if path and schemas == "flash" and self._cfg is None:
+            self._cfg = f
             self._scratch = bytearray(128)
+        try:
+            return self._load(f, f is self._cfg, codec)
+        finally:
+            if path and f is not self._cfg:
+                f.close()
+
+    def _load(self, f, from_file, codec):
+        h = bytearray(16)
+        big = 0
+        for e in entries(f, h):
+            big = max(big, e.schema_len)
+        buf = bytearray(big)
         base = self._next_sid - 1
         made = []
-        for e in entries:
+        routes = []  # (key, kmask, exact key or -1, stream) of the entries routing may reach
+        fmts = {}  # one format string per payload length, shared by the streams that have it
+        for e in entries(f, h):
             sid = base + e.index + 1
+            n = e.schema_len
+            f.seek(e.offset)
+            readinto(f, buf, n)
+            schema = memoryview(buf)[:n]
+            plen = e.payload_len
             if e.kind == _KIND_RAW:
                 if e.index != 0 or self._raw is not None:
                     raise ValueError("one raw bus stream per writer, as LBCF entry 0")
-                if e.record_size != 10 + e.payload_len:
-                    raise ValueError("raw bus entry: record_size %d for %d-byte payloads"
-                                     % (e.record_size, e.payload_len))
+                if e.record_size != 10 + plen:
+                    raise ValueError("raw bus entry: record_size %d for %d-byte payloads" % (e.record_size, plen))
                 routing = _MIRROR if self._mirror else _EXCLUSIVE
-                schema, changed = raw_routing(e.schema, routing)
-                if schema is None:  # a config from before the routing key: its uuid is the mirror one
+                sch, changed = raw_routing(schema, routing)
+                if sch is None:  # a config from before the routing key: its uuid is the mirror one
                     from .schema import raw_schema
 
-                    uuid = flip_uuid(e.schema) if routing == _EXCLUSIVE else bytes(e.schema[0:16])
-                    schema = raw_schema(uuid, check_schema(e.schema, e.record_size), e.payload_len > 8, routing)
-                st = self.add_stream(schema, e.record_size, "<IIBB%ds" % e.payload_len, codec=codec,
-                                     _kind=_KIND_RAW, _plen=e.payload_len, _sid=sid,
+                    uuid = flip_uuid(schema) if routing == _EXCLUSIVE else bytes(schema[0:16])
+                    sch = raw_schema(uuid, check_schema(schema, e.record_size), plen > 8, routing)
+                fmt = fmts.get(-plen) or fmts.setdefault(-plen, "<IIBB%ds" % plen)
+                st = self.add_stream(sch, e.record_size, fmt, codec=codec, _kind=_KIND_RAW, _plen=plen, _sid=sid,
                                      _src=e.offset if from_file and not changed else None)
                 self._raw = st
             elif e.kind in (_KIND_MESSAGE, _KIND_BRANCH):
-                if e.record_size != 5 + e.payload_len:  # t, the payload, missing (SPEC §13.2)
+                if e.record_size != 5 + plen:  # t, the payload, missing (SPEC §13.2)
                     raise ValueError("entry %d: record_size %d for a %d-byte message, not 5 + %d (a config "
                                      "compiled before `missing`? compile it again)"
-                                     % (e.index, e.record_size, e.payload_len, e.payload_len))
-                st = self.add_stream(e.schema, e.record_size, "<I%dsB" % e.payload_len, codec=codec,
-                                     _kind=e.kind, _plen=e.payload_len, _select=e.select, _sid=sid,
+                                     % (e.index, e.record_size, plen, plen))
+                fmt = fmts.get(plen) or fmts.setdefault(plen, "<I%dsB" % plen)
+                st = self.add_stream(schema, e.record_size, fmt, codec=codec, _kind=e.kind, _plen=plen,
+                                     _select=parse_select(schema) if e.kind == _KIND_BRANCH else (), _sid=sid,
                                      _src=e.offset if from_file else None, _excl=e.exclusive())
+                if e.reachable:
+                    routes.append((e.key, e.kmask, e.exact_key(), st))
             else:
                 self._next_sid = max(self._next_sid, sid + 1)
                 continue
-            made.append((e, st))
-        self._build_routes(made)
-        return [st for _, st in made]
+            made.append(st)
+        self._build_routes(routes)
+        return made
 
-    def _build_routes(self, made):
-        msgs = [(e, st) for e, st in made if e.kind != _KIND_RAW and e.reachable]
+    def _build_routes(self, routes):
+        """The routing tables from `routes`, (key, kmask, exact key or -1, stream) in
+        entry order: an exact key goes to the first entry matching it if that is a
+        plain message, else to the branches matching it up to that message."""
         keys = []
-        for e, _ in msgs:
-            k = e.exact_key()
+        for _, _, k, _ in routes:
             if k >= 0 and k not in keys:
                 keys.append(k)
         for k in keys:
             cands = []
-            for e, st in msgs:
-                if k & e.kmask == e.key:
+            for key, km, _, st in routes:
+                if k & km == key:
                     cands.append(st)
-                    if e.kind == _KIND_MESSAGE:
+                    if st.kind == _KIND_MESSAGE:
                         break
             if cands[0].kind == _KIND_MESSAGE:
                 self._exact[k] = cands[0]
             else:
                 self._branch[k] = tuple(cands)
-        for e, st in msgs:
-            if e.exact_key() < 0:
-                self._masked.append((e.kmask, e.key, st))
+        for key, km, k, st in routes:
+            if k < 0:
+                self._masked.append((km, key, st))
         self._dflt = None if self._branch or self._masked else self._raw
 
     def _route(self, key, data):
