@@ -6,7 +6,8 @@
 # MESSAGES.json: [[id, extended, payload_len], ...], the config's exact
 # messages. Measures the live heap (gc.mem_alloc() after a collection) with
 # the interpreter alone, after importing logb, after Writer + load_config
-# (its start-up transient too), then runs FRAMES appends (every message, an
+# ("init_peak": what start-up left allocated, garbage included, before a
+# collection; "headroom": gc.mem_free() after it), then runs FRAMES appends (every message, an
 # unknown id, poll(), a segment every 20,000 bytes: SCHEMAs restated from the
 # config file) with the heap locked. Prints one line "RESULT {json}"; a
 # MemoryError anywhere ends the run with "memory_error": the phase it hit.
@@ -52,6 +53,7 @@ try:
     RAM["init_peak"] = gc.mem_alloc() - a0
     gc.collect()
     RAM["writer"] = gc.mem_alloc()
+    RAM["headroom"] = gc.mem_free()
     RAM["streams"] = len(w.streams)
     RAM["frames"] = RAM["segments"] = 0
     RAM["steady_locked_ok"] = False
