@@ -593,7 +593,7 @@ class Writer:
         base = self._next_sid - 1
         made = []
         routes = []  # (key, kmask, exact key or -1, stream) of the entries routing may reach
-        fmts = {}  # one format string per payload length, shared by the streams that have it
+        fmts = {}  # type: dict  # one format string per payload length, shared by the streams having it
         for e in entries(f, h):
             sid = base + e.index + 1
             n = e.schema_len
