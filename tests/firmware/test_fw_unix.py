@@ -232,7 +232,8 @@ def test_ram_from_py_sources(tmp_path):
         assert ram["memory_error"] == "import", (heap, ram)
     ram = ram_run(tmp_path, 20, PY_FITS, lib=fwload.FIRMWARE)
     assert ram["memory_error"] is None and ram["steady_locked_ok"], ram
-    print(f"RAM 32-bit .py: code {ram['code'] - ram['base']} B, live total {ram['writer']} B")
+    print(f"RAM 32-bit .py: interpreter {ram['base']} B, code {ram['code'] - ram['base']} B, "
+          f"live total {ram['writer']} B ({ram['headroom']} B free of {ram['heap']} B)")
 
 
 def test_ram_sweep(tmp_path):
