@@ -8,8 +8,9 @@ writes it (`logb dbc compile FILE.dbc -o OUT.lbcf`). All little-endian:
 Entry i becomes stream_id i + 1. Entry 0 is the raw bus stream; its schema
 states the routing in its meta `logb.can.routing` (`exclusive` from the
 compiler; the writer switches it for `mirror`, see raw_routing). Loading
-happens once at boot and may allocate; routing afterwards does not: every
-id is kept as a small integer key `id | extended << 29` (below 2**30).
+happens once at boot and may allocate, a header at a time (`entries`: a
+config never sits in RAM whole); routing afterwards does not: every id is
+kept as a small integer key `id | extended << 29` (below 2**30).
 """
 
 import struct
@@ -153,7 +154,8 @@ def _u32(b, o):
     return b[o] | (b[o + 1] << 8) | (b[o + 2] << 16) | (b[o + 3] << 24)
 
 
-def _read(f, pos, buf, n):
+def read_at(f, pos, buf, n):
+    """Read n bytes of file f at pos into the start of buf."""
     f.seek(pos)
     if readinto(f, buf, n) != n:
         raise ValueError("LBCF config cut short")
@@ -166,7 +168,7 @@ def entries(f, h):
     caller may read the current one's schema (Entry.offset, .schema_len). Raises
     ValueError when malformed, at the entry where it finds out."""
     size = f.seek(0, 2)
-    _read(f, 0, h, _LBCF_HEADER_SIZE)
+    read_at(f, 0, h, _LBCF_HEADER_SIZE)
     if bytes(h[0:4]) != _LBCF_MAGIC:
         raise ValueError("not an LBCF config")
     if _u16(h, 4) != _LBCF_VERSION:
@@ -176,7 +178,7 @@ def entries(f, h):
     for i in range(count):
         if pos + _LBCF_ENTRY_SIZE > size:
             raise ValueError("LBCF entry %d runs past the end" % i)
-        _read(f, pos, h, _LBCF_ENTRY_SIZE)
+        read_at(f, pos, h, _LBCF_ENTRY_SIZE)
         pos += _LBCF_ENTRY_SIZE
         e = Entry(i, h, pos)
         if i == 0 and e.kind != _KIND_RAW:

@@ -25,7 +25,7 @@ from io import BytesIO
 from . import crc as _crc
 from ._port import (PERIOD_30, TICKS_PERIOD, TICKS_PERIOD_M1, Deflater, gc_collect, hexlify, pack_into,
                     random_bytes, range_writer, readinto, ticks_add, ticks_diff, ticks_us)
-from .config import check_schema, entries, flip_uuid, parse_select, raw_routing, selects
+from .config import check_schema, entries, flip_uuid, parse_select, raw_routing, read_at, selects
 
 try:
     from micropython import const
@@ -278,7 +278,6 @@ class Stream:
             self.chunks = ()
             self.src = (src, n, head, tail)
         self.size = size
-        self.cap = cap
         # the garbage of the streams declared before this one, collected now: its small holes
         # then take the small objects made after this buffer instead of the buffers being
         # spread over them (at 64 KiB, 21 streams of scattered holes leave no 508-byte piece)
@@ -575,11 +574,8 @@ class Writer:
         in one piece); a first pass checks it all before any stream is declared."""
         path = isinstance(src, str)
         f = open(src, "rb") if path else src if hasattr(src, "readinto") else BytesIO(src)
-        if path and schemas == "flash" and self._cfg is None:
-            self._cfg = f
-            self._scratch = bytearray(128)
         try:
-            return self._load(f, f is self._cfg, codec)
+            return self._load(f, path and schemas == "flash" and self._cfg is None, codec)
         finally:
             if path and f is not self._cfg:
                 f.close()
@@ -589,6 +585,9 @@ class Writer:
         big = 0
         for e in entries(f, h):
             big = max(big, e.schema_len)
+        if from_file:  # kept open once the whole config checked out
+            self._cfg = f
+            self._scratch = bytearray(128)
         buf = bytearray(big)
         base = self._next_sid - 1
         made = []
@@ -597,8 +596,7 @@ class Writer:
         for e in entries(f, h):
             sid = base + e.index + 1
             n = e.schema_len
-            f.seek(e.offset)
-            readinto(f, buf, n)
+            read_at(f, e.offset, buf, n)
             schema = memoryview(buf)[:n]
             plen = e.payload_len
             if e.kind == _KIND_RAW:
@@ -613,9 +611,8 @@ class Writer:
 
                     uuid = flip_uuid(schema) if routing == _EXCLUSIVE else bytes(schema[0:16])
                     sch = raw_schema(uuid, check_schema(schema, e.record_size), plen > 8, routing)
-                fmt = fmts.get(-plen) or fmts.setdefault(-plen, "<IIBB%ds" % plen)
-                st = self.add_stream(sch, e.record_size, fmt, codec=codec, _kind=_KIND_RAW, _plen=plen, _sid=sid,
-                                     _src=e.offset if from_file and not changed else None)
+                st = self.add_stream(sch, e.record_size, "<IIBB%ds" % plen, codec=codec, _kind=_KIND_RAW, _plen=plen,
+                                     _sid=sid, _src=e.offset if from_file and not changed else None)
                 self._raw = st
             elif e.kind in (_KIND_MESSAGE, _KIND_BRANCH):
                 if e.record_size != 5 + plen:  # t, the payload, missing (SPEC §13.2)

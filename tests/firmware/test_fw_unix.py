@@ -329,3 +329,48 @@ def test_no_firmware_class_has_a_special_accessor():
                         isinstance(v, property) or hasattr(type(v), "__set__")):
                     found.append(f"{name}.{cname}.{attr}")  # (CPython's own __dict__/__weakref__ aside)
     assert not found
+
+
+def malformed(cfg):
+    """LBCF configs broken one way each (fwtools' 20-message config underneath)."""
+    count = int.from_bytes(cfg[6:8], "little")
+    return {"magic": b"LBCX" + cfg[4:], "version": cfg[:4] + b"\x02\x00" + cfg[6:], "cut header": cfg[:6],
+            "entry past the end": cfg[:6] + (count + 1).to_bytes(2, "little") + cfg[8:],
+            "schema past the end": cfg[:-1], "bytes after": cfg + b"\x00",
+            "no entry": cfg[:6] + b"\x00\x00", "entry 0 not raw": cfg[:16] + b"\x01" + cfg[17:]}
+
+
+@pytest.mark.parametrize("how", list(malformed(b"\x00" * 8)))
+def test_a_malformed_config_declares_nothing(tmp_path, how):
+    """The config is checked whole (a first pass over its headers) before any stream
+    is declared, whether given as bytes or a path; a path is not left open."""
+    fw = fwload.load()
+    bad = malformed(fwtools.compile_config()[0])[how]
+    (tmp_path / "bad.lbcf").write_bytes(bad)
+    for src in (bad, str(tmp_path / "bad.lbcf")):
+        w = fw.Writer(io.BytesIO(), session="6" * 32)
+        with pytest.raises(ValueError):
+            w.load_config(src)
+        assert w.streams == [] and w._cfg is None
+
+
+@pytest.mark.parametrize("schemas", ["flash", "ram"])
+def test_config_as_path_file_or_bytes_same_recording(inputs, schemas):
+    """load_config(path | open file | bytes): the same streams and the same bytes
+    (a SCHEMA restated from the file equals the one kept in RAM)."""
+    d, cfg, _ = inputs
+    fw = fwload.load()
+    out = []
+    for kind in ("path", "file", "bytes"):
+        sink = io.BytesIO()
+        w = fw.Writer(sink, session="7" * 32, ticks=lambda: 5, segment_bytes=4000)
+        with open(d / "config.lbcf", "rb") as f:
+            src = {"path": str(d / "config.lbcf"), "file": f, "bytes": cfg}[kind]
+            streams = w.load_config(src, schemas=schemas)
+            assert (w._cfg is not None) == (kind == "path" and schemas == "flash")
+            for i in range(400):
+                w.append_can(5, 0x7F5, bytes(i % 9))  # the raw bus stream: rotations restate every SCHEMA
+            w.close()
+        out.append((len(streams), sink.getvalue()))
+    assert out[0] == out[1] == out[2] and out[0][0] == 21
+    assert len(logb.LogbFile(out[0][1]).segments) > 3
