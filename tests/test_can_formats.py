@@ -16,6 +16,7 @@ import pytest
 can = pytest.importorskip("can")
 
 import logb  # noqa: E402
+from logb import tables  # noqa: E402
 from logb.can import formats, layout  # noqa: E402
 from logb.can.formats.pycan import bus_name  # noqa: E402
 from logb.errors import UsageError  # noqa: E402
@@ -43,6 +44,12 @@ def key(m, loose=False):
     exact = () if loose else (m.is_remote_frame, m.is_fd, m.bitrate_switch, m.error_state_indicator, m.dlc)
     return (m.channel, m.arbitration_id, m.is_extended_id, m.is_error_frame, m.is_rx,
             bytes(m.data or b"")) + exact
+
+
+def refused(m):
+    """SPEC §13.1: no raw bus record holds these as given (an 11-bit frame with an id over
+    0x7FF: both python-can test BLFs hold two); import counts them, never alters them."""
+    return not m.is_extended_id and not m.is_error_frame and m.arbitration_id > 0x7FF
 
 
 def guessed(m, fmt):
@@ -82,9 +89,14 @@ def test_import_holds_what_python_can_reads(name, tmp_path):
     out = tmp_path / "t.logb"
     trace, problems = formats.import_trace(src, out)
     assert problems == []
-    expected = pycan_messages(src)
+    everything = pycan_messages(src)
+    expected = [m for m in everything if not refused(m)]
     tr, frames = logb_frames(out)
     assert len(frames) == len(expected) == trace.frames
+    with logb.LogbFile(str(out)) as f:
+        lost = {s.name: s.lost.get(tables.LOST_INVALID, 0) for s in formats.raw_bus_streams(f)}
+    assert sum(lost.values()) == sum(b.invalid for b in trace.buses.values()) == len(everything) - len(expected)
+    assert len(trace.refused) == sum(1 for n in lost.values() if n)
     # group python-can's messages by bus in file order, like the raw bus streams
     per_bus = {}
     for m in expected:
@@ -127,7 +139,7 @@ def test_round_trip_to_own_format(name, tmp_path):
     with logb.LogbFile(str(lb)) as f:
         _, warnings = formats.export_trace(f, back)
     assert warnings == []
-    a, b = by_time(pycan_messages(src)), by_time(pycan_messages(back))
+    a, b = by_time([m for m in pycan_messages(src) if not refused(m)]), by_time(pycan_messages(back))
     assert len(a) == len(b)
     assert [key(x, guessed(x, fmt)) for x in a] == [key(y, guessed(x, fmt)) for x, y in zip(a, b)]
     resolution = 1e-6 if fmt != "blf" else 1e-6  # python-can's float stamps for BLF: ~0.24 µs
@@ -138,6 +150,8 @@ def test_round_trip_to_own_format(name, tmp_path):
     first = formats.read_trace(src)
     assert again.dated == first.dated
     for name, bus in first.buses.items():
+        if not len(bus):  # its frames all refused (refused()): nothing to write back
+            continue
         other = again.buses[name]
         assert np.array_equal(bus.t, other.t)
         for col in ("id", "flags", "dlc", "data"):
@@ -148,7 +162,7 @@ def test_round_trip_to_own_format(name, tmp_path):
 @pytest.mark.parametrize("name,time_base,exp", [
     ("lancer-candump.log", "unix", -6), ("camaro-reverse-pcan.trc", "unix", -6),
     ("pycan-logfile.asc", "unix", -6), ("pycan-issue_1905.blf", "unix", -6),
-    ("pycan-test_CanFdMessage64.blf", "relative", -9), ("pycan-test_CanMessage.trc", "unix", -6),
+    ("pycan-test_CanFdMessage64.blf", "relative", -6), ("pycan-test_CanMessage.trc", "unix", -6),
 ])
 def test_time_base_and_resolution(name, time_base, exp, tmp_path):
     out = tmp_path / "t.logb"
@@ -344,8 +358,9 @@ def test_format_for():
         formats.format_for("x.csv")
     with pytest.raises(UsageError):
         formats.format_for("x.log", "pcap")
-    with pytest.raises(UsageError, match="candump, asc, blf, trc"):  # MDF4 is written, not read
-        formats.format_for("x.mf4", reading=True)
+    assert formats.format_for("x.mf4", reading=True) is formats.mdf4  # MDF4 is read too (asammdf)
+    with pytest.raises(UsageError, match="candump, asc, blf, trc, mdf4"):
+        formats.format_for("x.txt", reading=True)
 
 
 def test_registry():

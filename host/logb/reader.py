@@ -31,7 +31,8 @@ from .schema import Schema, partial_identity
 from .seal import end_problems, index_problem
 from .segments import Segment, resolve_sessions
 from .source import SourceReader, open_source
-from .tables import FILE, FRAME_SCOPE, STREAM, AxisMode, Codec, DataType, FrameType
+from .tables import FILE, FRAME_SCOPE, LOST_BUFFER, LOST_CONTROLLER, LOST_INVALID, STREAM, AxisMode, Codec, \
+    DataType, FrameType
 from .timebase import UNDATED, WallTime
 
 # Columns.decoded preallocates when the decoded columns would take at most
@@ -79,6 +80,9 @@ class _Binding:
     payload: bytes
 
 
+_LOST_KEYS = {LOST_CONTROLLER, LOST_BUFFER, LOST_INVALID}
+
+
 class Stream:
     """One logical stream (one stream_uuid) across segments, sessions and files."""
 
@@ -93,6 +97,7 @@ class Stream:
         self.rejected = 0
         self.rejections = []
         self.meta = {}
+        self._counters = []  # (Segment, {loss counter key: int}) of each stream META frame with one
         self.bound_segments = []  # indices of the segments whose SCHEMA bound this stream (status ok)
 
     def __repr__(self):
@@ -109,6 +114,20 @@ class Stream:
     @property
     def records(self):
         return sum(f.header.record_count for f in self.frames)
+
+    @property
+    def lost(self):
+        """The loss counters (SPEC G13: logb.lost.controller, .buffer, .invalid) the file states
+        for this stream: per key, the last value of each writer session, summed over sessions
+        ({} when it states none)."""
+        last = {}
+        for seg, counters in self._counters:
+            for key, value in counters.items():
+                last[(seg.session, key)] = value
+        total = {}
+        for (_, key), value in last.items():
+            total[key] = total.get(key, 0) + value
+        return total
 
     def reject(self, offset, count, reason):
         self.rejected += count
@@ -499,7 +518,17 @@ class LogbFile(SourceReader):
             self._note(fr.offset, "rejected",
                        f"stream META for a rejected binding of stream_id {fr.stream_id}; ignored")
         else:
-            b.stream.meta.update(meta.as_dict())
+            pairs = meta.as_dict()
+            b.stream.meta.update(pairs)
+            counters = {}
+            for key in _LOST_KEYS & pairs.keys():
+                if pairs[key].isascii() and pairs[key].isdigit():
+                    counters[key] = int(pairs[key])
+                else:
+                    self._note(fr.offset, "bad-counter", f"stream {b.stream.name!r}: {key}={pairs[key]!r} is no "
+                               f"decimal count; ignored")
+            if counters:
+                b.stream._counters.append((self._cur, counters))
 
     def _attach(self, fr, a):
         problem = None

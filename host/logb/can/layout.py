@@ -60,6 +60,34 @@ def len_to_dlc(length):
     return 15
 
 
+def refusal(ident, flags, code, length, width=FD_PAYLOAD):
+    """Why no raw bus record of `width` payload bytes holds the frame (id, flags, DLC code,
+    data length in bytes) as given (SPEC §13.1), or None when one does: an id outside 11
+    bits (29 extended or error), a DLC code above 15, a remote frame with data, a data frame
+    whose length is not the one its DLC gives (FD table with FLAG_FD, at most 8 without;
+    classic codes 9..15 mean 8 bytes), a payload wider than the record. The one rule for
+    every trace reader and python-can writer (import, can.Logger, logb record): such a
+    frame is counted in `logb.lost.invalid`, never written altered."""
+    extended = flags & (FLAG_EXTENDED | FLAG_ERROR)
+    if not 0 <= ident <= (0x1FFFFFFF if extended else 0x7FF):
+        return f"an id over {29 if extended else 11} bits on a{'n extended' if extended else ' standard'} frame"
+    if not 0 <= code <= 15:
+        return f"DLC code {code} (above 15)"
+    if length > width:
+        return f"{length} data bytes, wider than the {width}-byte record"
+    if flags & FLAG_REMOTE:
+        return f"a remote frame with {length} data bytes" if length else None
+    if flags & FLAG_ERROR:  # kept as the interface reported it
+        return None
+    if not flags & FLAG_FD and length == 8 and code >= 8:
+        return None  # classic DLC 9..15 carries 8 bytes
+    if length > 8 and not flags & FLAG_FD:
+        return f"{length} data bytes on a classic (not FD) frame"
+    if dlc_to_len(code, fd=bool(flags & FLAG_FD)) != length:
+        return f"{length} data bytes under DLC code {code}"
+    return None
+
+
 _DLC_TABLE = np.array(DLC_LENGTHS, np.int64)
 
 

@@ -288,8 +288,9 @@ def open_input(path, recover=False):
     with about(path):
         buf = io.BytesIO()
         formats.write_logb(trace, buf, source=path)
+    for note in trace.refused:  # frames the trace has and the command will not see
+        print(f"logb: {path}: {note}", file=sys.stderr)
     f = LogbFile(buf.getvalue())
-    f.trace = trace  # the import's notes (clamped stamps, guessed channels) for whoever reports them
     try:
         yield f
     finally:

@@ -1,4 +1,4 @@
-"""logb import: a candump/ASC/BLF/TRC trace into Logb (python-can reads it)."""
+"""logb import: a candump/ASC/BLF/TRC (python-can) or MDF4 (asammdf) trace into Logb."""
 
 import argparse
 import importlib
@@ -9,7 +9,7 @@ from ..can.formats.logbfile import SEGMENT_BYTES
 from ..errors import UnreadableInputError, UsageError
 from .common import EXIT_OK, dbc_errors, dumps, output
 
-HELP = "import a CAN trace (candump .log, Vector ASC/BLF, PEAK TRC) into a Logb file"
+HELP = "import a CAN trace (candump .log, Vector ASC/BLF, PEAK TRC, MDF4) into a Logb file"
 DESCRIPTION = """\
 Read a CAN trace with python-can and write it as Logb: one raw bus stream per
 bus (named after the channel: can0, can1, ... or the candump interface name),
@@ -18,14 +18,21 @@ DLC and payload. With --dbc, also one per-message stream per DBC message (every
 signal a field, with units and conversions) and the DBC itself attached, so
 `logb decode` and `logb plot` need nothing else.
 
-Formats, by extension or --format: candump (.log, `candump -L`), asc, blf, trc.
-Timestamps keep the source's resolution: µs ticks (candump, ASC, TRC), ns for
+Formats, told by the content (else the extension): candump (.log, `candump
+-L`), asc, blf, trc, mdf4 (.mf4, ASAM bus logging); a --format the content
+contradicts is an error. Timestamps keep the source's resolution: µs ticks (candump, ASC, TRC), ns for
 BLF unless every stamp is a whole µs. A trace with absolute time (candump epoch
 stamps, a BLF header start, an ASC/TRC start date) imports with time base
 "unix"; otherwise "relative". ASC dates are local time, read in this machine's
 time zone. `logb export FILE --format blf -o out.blf` writes it back.
 
   logb import drive.blf -o drive.logb --dbc vehicle.dbc
+
+A frame no raw bus record holds as given (docs/SPEC.md §13.1: an 11-bit frame
+with an id over 0x7FF, a DLC code over 15, a data length its DLC does not
+give) is not imported altered: it is counted in its bus's logb.lost.invalid
+(`logb info` shows it) and the summary says how many and why (--json:
+"invalid", "refused"), as `logb record` and can.Logger("x.logb") do.
 
 OUT is laid out as a logger writes (docs/CAN.md): per-message DATA in time
 with the raw bus frames, segments of at most --segment-bytes (default 1 MiB)
@@ -35,8 +42,8 @@ OUT is written to a temporary file beside it and renamed only when complete:
 a trace or DBC that does not parse leaves no OUT, and an OUT that is one of
 the inputs is refused.
 
-Exit status: 0 imported, 1 the trace or the DBC could not be read, 64 usage
-error.
+Exit status: 0 imported (refused frames included: they are counted), 1 the
+trace or the DBC could not be read, 64 usage error.
 
 What python-can would lose, and how it is kept:
 """
@@ -48,7 +55,7 @@ DESCRIPTION += formats.LOSSES
 def add_arguments(p):
     p.add_argument("trace", help="the trace file")
     p.add_argument("-o", "--output", required=True, metavar="OUT", help="the Logb file to write")
-    p.add_argument("--format", choices=tuple(formats.READERS), help="default: from the extension")
+    p.add_argument("--format", choices=tuple(formats.READERS), help="default: told by the content, else the extension")
     p.add_argument("--dbc", metavar="FILE", help="also write per-message streams, and attach the DBC")
     p.add_argument("--device", default="logb", help="the device name stream uuids derive from (default logb)")
     p.add_argument("--segment-bytes", type=_positive, default=SEGMENT_BYTES, metavar="N",
@@ -85,7 +92,8 @@ def run(args, out):
         "time_base": "unix" if trace.dated else "relative", "axis_exp": trace.axis_exp,
         "buses": [{"name": b.name, "frames": len(b), "fd": b.fd} for b in trace.buses.values()],
         "dbc": args.dbc, "dbc_problems": [list(p) for p in problems], "size": os.path.getsize(args.output),
-        "notes": list(trace.notes),
+        "notes": list(trace.notes), "invalid": sum(b.invalid for b in trace.buses.values()),
+        "refused": list(trace.refused),
     }
     if args.json:
         out.write(dumps(summary) + "\n")
@@ -95,6 +103,8 @@ def run(args, out):
                   f"{summary['time_base']}, ticks of 1e{trace.axis_exp} s; {summary['size']} bytes\n")
         for note in trace.notes:
             out.write(f"  note: {note}\n")
+        for note in trace.refused:
+            out.write(f"  refused: {note}\n")
         for name, reason in problems:
             out.write(f"  dbc: {name}: {reason}\n")
     return EXIT_OK

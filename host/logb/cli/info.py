@@ -16,15 +16,21 @@ With --json the output is one JSON object (a public contract, see README):
    "skipped": [{"start", "end", "cause"}], "truncated": bool, ...}
 
 The recording's start, end and duration (UTC when dated), per CAN bus its
-frames and distinct ids, and per per-message stream its CAN id. Streams
-without a record (a DBC's messages never on the bus) are counted, not
-listed, unless --all. FILE may be a CAN trace, read directly.
+frames and distinct ids, and per per-message stream its CAN id; per stream
+the frames its writer lost and counted (logb.lost.controller, .buffer,
+.invalid: "lost" in --json). Streams without a record (a DBC's messages
+never on the bus) are counted, not listed, unless --all. FILE may be a CAN
+trace, read directly (frames no record holds are counted as invalid).
 
   logb info drive.logb
   logb info durango-candump.log --json
 
 Exit status: 0 intact, 1 damaged/truncated/rejected records, 2 not Logb,
 3 unsupported version."""
+
+
+_LOST = {"controller": "by the bus controller (overrun)", "buffer": "by the writer (buffer full)",
+         "invalid": "refused (no record holds them as given, SPEC §13.1)"}
 
 
 def add_arguments(p):
@@ -45,7 +51,8 @@ def summary(f):
             "rejected": s.rejected,
             "frames": len(s.frames),
             "runs": sorted({fl.header.run_id for fl in s.frames}),
-            "meta": s.meta,
+            "stream_meta": s.meta,
+            "lost": {key.rsplit(".", 1)[1]: n for key, n in sorted(s.lost.items())},
             "rejections": [{"offset": o, "records": n, "reason": r} for o, n, r in s.rejections],
         }
         if s.schema is not None:
@@ -163,12 +170,15 @@ def _human(info, out, all_streams=False):
         w(f"bus {b['name']}: {b['frames']} frames, {b['ids']} ids{' (CAN FD)' if b['fd'] else ''}\n")
     hidden = 0
     for s in info["streams"]:
-        if not s["records"] and not s["rejected"] and not all_streams:
+        if not s["records"] and not s["rejected"] and not any(s["lost"].values()) and not all_streams:
             hidden += 1
             continue
         can_id = f" id {s['can_id']}" if s.get("can_id") else ""
         w(f"stream {s['name']!r}{can_id} {s['uuid']}: {s['records']} records in {s['frames']} frames")
         w(f", {s['rejected']} rejected\n" if s["rejected"] else "\n")
+        if s["lost"]:
+            w(f"  lost (the writer's counts, never written): "
+              f"{', '.join(f'{n} {_LOST[key]}' for key, n in s['lost'].items())}\n")
         if "axis" in s:
             ax = s["axis"]
             exp = f" tick=1e{ax['exp']} s" if ax["kind"] == AxisKind.time.name else ""

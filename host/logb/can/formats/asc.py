@@ -71,7 +71,7 @@ def read(path):
             col.add(msg.channel, ticks(msg.timestamp, exp), msg, dlc_code(msg))
     start_s = reader.start_time or 0.0
     dated = start_s >= EPOCH_MIN_S
-    trace = Trace(col.buses(), exp, dated, ticks(start_s, exp) if dated else None, NAME)
+    trace = Trace(col.buses(), exp, dated, ticks(start_s, exp) if dated else None, NAME, refused=col.notes())
     trace.notes.append("ASC dates are local time; read in this machine's time zone")
     return trace
 

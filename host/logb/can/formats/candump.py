@@ -39,7 +39,7 @@ def read(path):
                 msg.is_rx = True
             dated &= msg.timestamp >= EPOCH_MIN_S
             col.add(channel, ticks(msg.timestamp, exp), msg, dlc_code(msg))
-    return Trace(col.buses(), exp, dated, None, NAME)
+    return Trace(col.buses(), exp, dated, None, NAME, refused=col.notes())
 
 
 def write(trace, out):

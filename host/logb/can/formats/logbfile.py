@@ -19,9 +19,11 @@ def write_logb(trace, out, dbc=None, device="logb", source=None, batch=4096, cod
     given. Written like a logger: DATA frames of all buses and of the per-message streams
     interleaved in time (a per-message stream's records go out once the oldest is `flush_s`
     seconds of trace time old), segments of at most `segment_bytes` (+ one frame) or 60 s of
-    trace time, each binding only the streams with data in it (Writer bind_used). Returns
+    trace time, each binding only the streams with data in it (Writer bind_used); a bus's
+    refused frames (Bus.invalid) as its raw bus stream's logb.lost.invalid. Returns
     the DBC's problems (a list of (name, reason)), empty without a DBC."""
     import logb
+    from logb import tables
     from logb.tables import Codec
 
     from ..dbc import compile_dbc
@@ -66,6 +68,9 @@ def write_logb(trace, out, dbc=None, device="logb", source=None, batch=4096, cod
             rec.add(b.t[lo:hi], b.id[lo:hi], b.flags[lo:hi], b.dlc[lo:hi], b.data[lo:hi])
         for rec in recorders:
             rec.flush()
+            refused = trace.buses[rec.bus].invalid
+            if refused:  # the session's total (SPEC G13), as a live writer's last counter
+                w.meta({tables.LOST_INVALID: refused}, stream=rec.raw)
     return problems
 
 

@@ -44,7 +44,7 @@ import numpy as np
 from .. import layout
 from ..dbc import EXT_BITS, EXTENDED, STD_BITS
 from ..layout import FLAG_BRS, FLAG_ERROR, FLAG_ESI, FLAG_EXTENDED, FLAG_FD, FLAG_REMOTE, FLAG_TX
-from .trace import Bus, Trace, merged
+from .trace import Bus, Trace, merged, refused_note
 
 NAME = "mdf4"
 EXTENSIONS = (".mf4", ".mdf")
@@ -268,17 +268,22 @@ def read(path):
             else:
                 data = _payloads(_column(mdf, f"{kind}.DataBytes", index, n), length, n)
             bus = _column(mdf, f"{kind}.BusChannel", index, n).astype(np.int64)
-            parts.append((bus, np.asarray(ident.timestamps, np.float64), raw_id & np.uint32(EXT_BITS), flags,
-                          dlc, data))
+            if kind == "CAN_RemoteFrame":
+                length = np.zeros(n, np.int64)  # its DataLength is the requested length
+            parts.append((bus, np.asarray(ident.timestamps, np.float64), raw_id & np.uint32(~EXTENDED & 0xFFFFFFFF),
+                          flags, dlc, data, length))
     finally:
         mdf.close()
     return _trace(parts, start)
 
 
 def _trace(parts, start):
-    cols = [np.concatenate([p[k] for p in parts]) if parts else np.zeros(0) for k in range(5)]
-    bus, seconds, ids, flags, dlc = cols
+    cols = [np.concatenate([p[k] for p in parts]) if parts else np.zeros(0, np.int64) for k in (0, 1, 2, 3, 4, 6)]
+    bus, seconds, ids, flags, dlc, length = cols
     data = np.concatenate([p[5] for p in parts]) if parts else np.zeros((0, layout.FD_PAYLOAD), np.uint8)
+    # the rule every trace reader applies (SPEC §13.1): refused frames are counted per bus
+    why = [layout.refusal(*row) for row in zip(ids.tolist(), flags.tolist(), dlc.tolist(), length.tolist())]
+    keep = np.array([w is None for w in why], bool)
     if start.tzinfo is None:  # asammdf gives the header's local time when it has no offset
         start = start.astimezone()
     delta = start - EPOCH
@@ -290,13 +295,17 @@ def _trace(parts, start):
     if dated:
         t = t + start_us * 10 ** (-6 - exp)
     first_bus = int(bus.min()) if len(bus) else 1
-    buses = {}
+    buses, notes = {}, []  # notes: trace.refused_note per bus
     for ch in np.unique(bus).tolist():
-        sel = np.flatnonzero(bus == ch)
+        name = f"can{ch - (1 if first_bus >= 1 else 0)}"
+        refused = np.flatnonzero((bus == ch) & ~keep)
+        if len(refused):
+            notes.append(refused_note(name, len(refused), int(ids[refused[0]]), why[refused[0]]))
+        sel = np.flatnonzero((bus == ch) & keep)
         sel = sel[np.argsort(t[sel], kind="stable")]
         fd = bool((flags[sel] & FLAG_FD).any())
-        name = f"can{ch - (1 if first_bus >= 1 else 0)}"
         buses[name] = Bus(name, t[sel], ids[sel].astype(np.uint32), flags[sel].astype(np.uint8),
                           dlc[sel].astype(np.uint8),
-                          np.ascontiguousarray(data[sel, :layout.FD_PAYLOAD if fd else layout.CLASSIC_PAYLOAD]))
-    return Trace(buses, exp, dated, start_us * 10 ** (-6 - exp) if dated else None, NAME)
+                          np.ascontiguousarray(data[sel, :layout.FD_PAYLOAD if fd else layout.CLASSIC_PAYLOAD]),
+                          len(refused))
+    return Trace(buses, exp, dated, start_us * 10 ** (-6 - exp) if dated else None, NAME, refused=notes)

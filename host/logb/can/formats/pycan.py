@@ -7,8 +7,8 @@ import math
 import numpy as np
 
 from .. import layout
-from ..layout import FLAG_BRS, FLAG_ERROR, FLAG_ESI, FLAG_EXTENDED, FLAG_FD, FLAG_REMOTE, FLAG_TX
-from .trace import Bus, merged, payload_len
+from ..layout import FLAG_BRS, FLAG_ERROR, FLAG_ESI, FLAG_EXTENDED, FLAG_FD, FLAG_REMOTE, FLAG_TX, refusal
+from .trace import Bus, merged, payload_len, refused_note
 
 EPOCH_MIN_S = 631152000  # 1990-01-01: earlier "absolute" stamps are taken as relative (as python-can does)
 
@@ -54,35 +54,31 @@ def message_flags(msg):
 
 def frame_of(msg, width=layout.FD_PAYLOAD):
     """(id, flags, DLC code, data) of a live python-can Message as a raw bus record of
-    `width` payload bytes holds it, or None when no such record holds it as given (SPEC
-    §13.1): an id outside 11 bits (29 extended or error), a data frame whose length is no
-    DLC's (FD table with is_fd, at most 8 without) or differs from msg.dlc, a payload
-    wider than the record. The caller counts those in `logb.lost.invalid`: a frame is
-    never written altered."""
+    `width` payload bytes holds it, or None when layout.refusal refuses it (the caller counts
+    those in `logb.lost.invalid`). python-can's `dlc` is a length for CAN FD data frames
+    (and the code otherwise); one that disagrees with the data is refused too."""
     flags = message_flags(msg)
-    ident = msg.arbitration_id
     data = bytes(msg.data or b"")
-    if not 0 <= ident <= (0x1FFFFFFF if flags & (FLAG_EXTENDED | FLAG_ERROR) else 0x7FF) or len(data) > width:
-        return None
     dlc = len(data) if msg.dlc is None else int(msg.dlc)
-    if flags & FLAG_REMOTE:  # dlc: the requested length (python-can's FD dlc is a length)
-        code = layout.len_to_dlc(dlc) if flags & FLAG_FD else dlc
-        return (ident, flags, code, b"") if 0 <= code <= 15 and not data else None
-    if flags & FLAG_ERROR:  # kept as the interface reported it
-        return ident, flags, min(max(dlc, 0), 15), data
-    if not flags & FLAG_FD and len(data) == 8 and 8 <= dlc <= 15:
-        return ident, flags, dlc, data  # classic DLC 9..15 carries 8 bytes
-    code = layout.len_to_dlc(len(data))
-    if dlc != len(data) or layout.DLC_LENGTHS[code] != len(data) or (len(data) > 8 and not flags & FLAG_FD):
+    code = dlc
+    if flags & FLAG_FD and not flags & FLAG_ERROR:
+        if not flags & FLAG_REMOTE and dlc != len(data):
+            return None
+        code = layout.len_to_dlc(dlc)
+    elif not flags & (FLAG_REMOTE | FLAG_ERROR) and dlc != len(data) and not (len(data) == 8 and dlc > 8):
         return None
-    return ident, flags, code, data
+    if refusal(msg.arbitration_id, flags, code, len(data), width) is not None:
+        return None
+    return msg.arbitration_id, flags, code, data
 
 
 class Collector:
-    """Gathers python-can Messages per bus into Bus columns."""
+    """Gathers python-can Messages per bus into Bus columns; a frame layout.refusal refuses is
+    counted on its bus (Bus.invalid), with the first reason as a note of the Trace."""
 
     def __init__(self):
         self.rows = {}  # name -> lists
+        self.invalid = {}  # name -> [count, the first one's id and reason]
 
     def add(self, channel, tick, msg, code, extra_flags=0):
         name = bus_name(channel)
@@ -90,15 +86,18 @@ class Collector:
         if r is None:
             r = self.rows[name] = ([], [], [], [], [], [False])
         flags = extra_flags | message_flags(msg)
-        data = bytes(msg.data or b"")[:layout.FD_PAYLOAD]
-        if msg.is_remote_frame:
-            data = b""
+        data = bytes(msg.data or b"")
+        why = refusal(msg.arbitration_id, flags, int(code), len(data))
+        if why is not None:
+            bad = self.invalid.setdefault(name, [0, msg.arbitration_id, why])
+            bad[0] += 1
+            return
         if msg.is_fd or len(data) > layout.CLASSIC_PAYLOAD:
             r[5][0] = True
         r[0].append(tick)
-        r[1].append(msg.arbitration_id & 0x1FFFFFFF)
+        r[1].append(msg.arbitration_id)
         r[2].append(flags)
-        r[3].append(min(int(code), 255))
+        r[3].append(int(code))
         r[4].append(data.ljust(layout.FD_PAYLOAD, b"\0"))
 
     def buses(self):
@@ -108,8 +107,13 @@ class Collector:
             if not fd[0]:
                 payload = payload[:, :layout.CLASSIC_PAYLOAD]
             out[name] = Bus(name, np.array(t, np.int64), np.array(ids, np.uint32), np.array(flags, np.uint8),
-                            np.array(dlc, np.uint8), np.ascontiguousarray(payload))
+                            np.array(dlc, np.uint8), np.ascontiguousarray(payload),
+                            self.invalid.get(name, [0])[0])
         return out
+
+    def notes(self):
+        """One note per bus with refused frames (trace.refused_note)."""
+        return [refused_note(name, n, ident, why) for name, (n, ident, why) in sorted(self.invalid.items())]
 
 
 class LineTap:

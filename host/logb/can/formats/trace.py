@@ -21,6 +21,7 @@ class Bus:
     flags: np.ndarray  # uint8, layout.FLAG_*
     dlc: np.ndarray  # uint8, the wire DLC code
     data: np.ndarray  # uint8 (n, 8) classic or (n, 64) CAN FD, zero-padded
+    invalid: int = 0  # frames the source had that no record holds as given (SPEC §13.1): not in the columns
 
     @property
     def fd(self):
@@ -38,6 +39,7 @@ class Trace:
     start: object = None  # ticks of the measurement start, when the source has one
     source_format: str = ""
     notes: list = field(default_factory=list)
+    refused: list = field(default_factory=list)  # per bus with refused frames (Bus.invalid), a refused_note
     attachments: list = field(default_factory=list)  # (name, bytes): the DBC of a Logb file, for MDF4
 
     @property
@@ -79,6 +81,12 @@ def merged(trace):
     return Merged(names, bus[order], t[order], np.concatenate([b.id for b in buses])[order],
                   np.concatenate([b.flags for b in buses])[order], np.concatenate([b.dlc for b in buses])[order],
                   gather(data, order))
+
+
+def refused_note(bus, n, ident, why):
+    """The Trace note for `n` frames of `bus` that layout.refusal refused (one of them: ident, why)."""
+    return (f"{bus}: {n} frames no record holds as given (SPEC §13.1), not imported, counted in the "
+            f"bus's logb.lost.invalid; for example id 0x{ident:X}: {why}")
 
 
 def payload_len(flags, code):
