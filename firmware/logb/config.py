@@ -14,7 +14,6 @@ kept as a small integer key `id | extended << 29` (below 2**30).
 """
 
 import struct
-from io import BytesIO
 
 from ._port import readinto
 
@@ -191,11 +190,6 @@ def entries(f, h):
         raise ValueError("LBCF entry 0 must be the raw bus stream")
     if pos != size:
         raise ValueError("%d bytes after the last LBCF entry" % (size - pos))
-
-
-def read(data):
-    """The entries of LBCF bytes as a list (host-side checks and tests)."""
-    return list(entries(BytesIO(data), bytearray(_LBCF_ENTRY_SIZE)))
 
 
 def check_schema(schema, record_size):
