@@ -65,8 +65,9 @@ def unix_times(n, laps, reps, tmp):
 
 
 def unix_heap(tmp):
-    """{k: mp_ram.py's RESULT} for k message streams + raw bus from .mpy: under
-    -X heapsize=64K, and when that fails again under 512K to measure it."""
+    """{k: mp_ram.py's RESULT} for k message streams + raw bus from .mpy on the
+    32-bit unix port (a board's object sizes): under -X heapsize=64K, and when
+    that fails again under 512K to measure it."""
     out = {}
     d = pathlib.Path(tmp)
     for k in HEAPS:
@@ -77,7 +78,7 @@ def unix_heap(tmp):
         failed = None
         for heap in ("64K", "512K"):
             r = mpreal.run_unix(ROOT / "tests" / "firmware" / "mp_ram.py", d / f"h{k}.lbcf", d / f"h{k}.json",
-                                2000, heap=heap)
+                                2000, heap=heap, bits=32)
             res = json.loads(r.stdout.rsplit("RESULT ", 1)[1])
             if res["memory_error"] is None:
                 break
@@ -285,8 +286,9 @@ def heap_lines(R):
     H, Q = R["heap"], R["qheap"]
     lines = [
         "**Heap after set-up** (`gc.mem_alloc()` after a collection; K synthetic 8-byte message streams + the "
-        "raw bus stream; then 2,000 frames with the heap locked). Unix port, x64 (8-byte object slots), package "
-        "from `.mpy`, SCHEMAs restated from the open config file, run under `-X heapsize=64K` (a hard cap) and, "
+        "raw bus stream; then 2,000 frames with the heap locked). Unix port built 32-bit (i386: a board's "
+        "4-byte object slots, small ints below 2**30), package from `.mpy`, SCHEMAs restated from the open "
+        "config file, run under `-X heapsize=64K` (a hard cap) and, "
         "when that fails, under 512K to measure it:",
         "",
         "| message streams | interpreter + code | writer state | live total | start-up transient | fits 64 KiB | "
