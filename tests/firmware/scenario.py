@@ -1,6 +1,6 @@
 """One recording scenario that runs unchanged under CPython and under
 MicroPython: the same config, frames, clock readings and session id must
-give the same bytes on both (tests/firmware/test_fw_micropython.py).
+give the same bytes on both (tests/firmware/test_fw_unix.py, test_fw_qemu.py).
 
 Frames file: per frame u32 ticks, u32 id, u8 flags, u8 length, data.
 """

@@ -1,16 +1,15 @@
 """The firmware writer on its primary MicroPython test target: the real
 v1.28 unix port (tools/micropython_build.py, `logbc` built in), firmware/logb
-compiled to .mpy with viper for x64 unless a test says otherwise; the RAM
-tests run on its i386 build (a 32-bit board's object sizes, viper for x86).
+compiled to .mpy with viper, on both builds: x86-64, and i386, which has a
+32-bit board's object sizes, 31-bit small ints (an int >= 2**30 allocates)
+and ticks wrapping at 2**30 (its scenarios start 1 s before a wrap). The
+64 KiB RAM cap is checked on the i386 build.
 
 Why this port and not Node's: a real filesystem (a file sink, the config
 file the SCHEMAs are restated from), a collector that runs when the heap
 fills (wasm's runs only between scripts), `-X heapsize` as a hard cap, the
-native emitter and the C module. What the x64 build cannot show, and where
-that is tested: a 32-bit port's 2**30 tick period and 31-bit small ints (an
-int >= 2**30 allocates) — test_fw_micropython.py on wasm, and the qemu
-Cortex-M3 image; deflate compression (this port's `deflate` only
-decompresses) — wasm.
+native emitter and the C module. Deflate compression (this port's `deflate`
+only decompresses) stays on wasm (test_fw_micropython.py).
 
 Inputs are host folders passed on argv; every script prints one RESULT line.
 """
@@ -30,17 +29,21 @@ import scenario
 pytestmark = pytest.mark.single_backend
 
 HERE = fwload.ROOT / "tests" / "firmware"
-# 64-bit port: ticks wrap at 2**62, so frames start far from it (the 2**30 wrap is wasm's test)
-START = 1_000_000
+# Where the frames' ticks start: on the 32-bit port (and in CPython's stand-in) ticks wrap
+# at 2**30, so 1 s before a wrap; the 64-bit port wraps at 2**62, so far from it.
+START = {32: (1 << 30) - 1_000_000, 64: 1_000_000}
 
 
-@pytest.fixture(scope="module")
-def inputs(tmp_path_factory):
+@pytest.fixture(scope="module", params=[64, 32], ids=["x64", "i386"])
+def inputs(request, tmp_path_factory):
+    """(folder, config, compiled, bits): the scenario's inputs for one port size."""
+    bits = request.param
     cfg, compiled = fwtools.compile_config()
-    d = tmp_path_factory.mktemp("unix-in")
+    d = tmp_path_factory.mktemp(f"unix{bits}-in")
     (d / "config.lbcf").write_bytes(cfg)
-    (d / "frames.bin").write_bytes(fwtools.encode_frames(fwtools.synth_frames(compiled, 16000, start=START)))
-    return d, cfg, compiled
+    (d / "frames.bin").write_bytes(fwtools.encode_frames(fwtools.synth_frames(compiled, 16000,
+                                                                             start=START[bits])))
+    return d, cfg, compiled, bits
 
 
 def cpython_bytes(d, cfg, params):
@@ -53,7 +56,7 @@ def cpython_bytes(d, cfg, params):
     return sink.getvalue()
 
 
-def unix_scenario(d, params, tmp_path, lib=None, heap="4M"):
+def unix_scenario(d, params, tmp_path, lib=None, heap="4M", bits=64):
     """mp_scenario.py on the unix port, recording into a real file. The heap
     holds the 16,000 parsed input frames (~2 MB), not just the writer."""
     ind = tmp_path / "in"
@@ -62,11 +65,11 @@ def unix_scenario(d, params, tmp_path, lib=None, heap="4M"):
         if not (ind / name).exists():
             (ind / name).symlink_to(d / name)
     (ind / "params.json").write_text(json.dumps(dict(params, sink="file")))
-    r = mpreal.run_unix(HERE / "mp_scenario.py", ind, tmp_path, heap=heap, lib=lib)
+    r = mpreal.run_unix(HERE / "mp_scenario.py", ind, tmp_path, heap=heap, lib=lib, bits=bits)
     return fwtools.result_line(r.stdout), (tmp_path / "rec.logb").read_bytes()
 
 
-# the configurations test_fw_micropython.py runs on wasm
+# segment sizes, durability, routing and page sizes that exercise rotation and every seal path
 PARAMS = [
     {"segment_bytes": 48000, "cfg_path": True},
     {"segment_bytes": 30000, "durability": "segment", "mirror": True, "flush_ms": 250},
@@ -78,8 +81,8 @@ IDS = ["frame", "segment-mirror", "close-1k"]
 @pytest.mark.parametrize("params", PARAMS, ids=IDS)
 def test_same_bytes_as_cpython(inputs, params, tmp_path):
     """Codec none: the unix port writes, into a file, the bytes CPython writes."""
-    d, cfg, _ = inputs
-    res, mp = unix_scenario(d, dict(params, lock=False), tmp_path)
+    d, cfg, _, bits = inputs
+    res, mp = unix_scenario(d, dict(params, lock=False), tmp_path, bits=bits)
     assert res["crc"] == "c" and res["errors"] == 0
     assert mp == cpython_bytes(d, cfg, params)
     f = logb.LogbFile(mp)
@@ -95,8 +98,8 @@ def test_steady_state_runs_with_the_heap_locked(inputs, params, tmp_path):
     """14,000 frames after warm-up (appends, poll(), sensor pend/finish, DATA
     frames sealed and written to the file, segment rotations) run under
     micropython.heap_lock(), and still write CPython's bytes."""
-    d, cfg, _ = inputs
-    res, mp = unix_scenario(d, params, tmp_path)
+    d, cfg, _, bits = inputs
+    res, mp = unix_scenario(d, params, tmp_path, bits=bits)
     assert res["locked_ok"], "a steady-state call allocated (MemoryError under heap_lock)"
     assert res["data_frames"] >= 150 and res["rotations"] >= 3
     assert mp == cpython_bytes(d, cfg, params)
@@ -105,9 +108,9 @@ def test_steady_state_runs_with_the_heap_locked(inputs, params, tmp_path):
 def test_from_py_sources_same_bytes(inputs, tmp_path):
     """The package as .py (compiled on the board, no viper-from-.mpy): same
     bytes, steady state locked too."""
-    d, cfg, _ = inputs
+    d, cfg, _, bits = inputs
     params = {"segment_bytes": 48000, "cfg_path": True}
-    res, mp = unix_scenario(d, params, tmp_path, lib=fwload.FIRMWARE)
+    res, mp = unix_scenario(d, params, tmp_path, lib=fwload.FIRMWARE, bits=bits)
     assert res["locked_ok"] and mp == cpython_bytes(d, cfg, params)
 
 
@@ -117,11 +120,11 @@ LOCKED_PATHS = ["raw_bus", "per_message", "sensor_pend_finish", "sensor_append",
 
 @pytest.fixture(scope="module")
 def locked_run(inputs, tmp_path_factory):
-    d, _, compiled = inputs
-    out = tmp_path_factory.mktemp("unix-locked")
+    d, _, compiled, bits = inputs
+    out = tmp_path_factory.mktemp(f"unix{bits}-locked")
     msgs = [[e.frame_id, e.extended, e.payload_len] for e in compiled.entries if not e.mux]
     (out / "messages.json").write_text(json.dumps(msgs))
-    r = mpreal.run_unix(HERE / "mp_locked.py", d / "config.lbcf", out / "messages.json", out, heap="1M")
+    r = mpreal.run_unix(HERE / "mp_locked.py", d / "config.lbcf", out / "messages.json", out, heap="1M", bits=bits)
     return fwtools.result_line(r.stdout), out
 
 
@@ -276,9 +279,9 @@ def test_crc_three_forms_match_the_host(tmp_path):
 def test_recording_with_each_crc_form(inputs, tmp_path, form):
     """A recording written with each CRC form: CPython's bytes, every frame's
     CRC checked by the host reader (clean)."""
-    d, cfg, _ = inputs
+    d, cfg, _, bits = inputs
     params = {"segment_bytes": 48000, "cfg_path": True, "lock": False, "crc": form}
-    res, mp = unix_scenario(d, params, tmp_path)
+    res, mp = unix_scenario(d, params, tmp_path, bits=bits)
     assert res["crc"] == form
     assert mp == cpython_bytes(d, cfg, params)
     assert logb.LogbFile(mp).report.clean
@@ -358,7 +361,7 @@ def test_a_malformed_config_declares_nothing(tmp_path, how):
 def test_config_as_path_file_or_bytes_same_recording(inputs, schemas):
     """load_config(path | open file | bytes): the same streams and the same bytes
     (a SCHEMA restated from the file equals the one kept in RAM)."""
-    d, cfg, _ = inputs
+    d, cfg, _, _ = inputs
     fw = fwload.load()
     out = []
     for kind in ("path", "file", "bytes"):

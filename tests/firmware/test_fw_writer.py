@@ -1,5 +1,5 @@
 """The firmware writer (firmware/logb) under CPython: its bytes are checked by
-the host reader; the same code runs under MicroPython in test_fw_micropython.py."""
+the host reader; the same code runs under MicroPython in test_fw_unix.py."""
 
 import hashlib
 import io
