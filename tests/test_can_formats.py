@@ -96,7 +96,7 @@ def test_import_holds_what_python_can_reads(name, tmp_path):
     with logb.LogbFile(str(out)) as f:
         lost = {s.name: s.lost.get(tables.LOST_INVALID, 0) for s in formats.raw_bus_streams(f)}
     assert sum(lost.values()) == sum(b.invalid for b in trace.buses.values()) == len(everything) - len(expected)
-    assert len(trace.refused) == sum(1 for n in lost.values() if n)
+    assert len(trace.left_out) == sum(1 for n in lost.values() if n)
     # group python-can's messages by bus in file order, like the raw bus streams
     per_bus = {}
     for m in expected:

@@ -37,12 +37,12 @@ def test_import_refuses_and_counts_what_spec_13_1_refuses(tmp_path, capsys):
     code, text, _ = run(capsys, "import", src, "-o", out, "--json")
     summary = json.loads(text)
     assert code == 0 and summary["frames"] == 3 and summary["invalid"] == 1
-    assert "can0: 1 frames" in summary["refused"][0] and "id 0x800" in summary["refused"][0]
+    assert "can0: 1 frames" in summary["left_out"][0] and "id 0x800" in summary["left_out"][0]
     with logb.LogbFile(str(out)) as f:
         assert [int(i) for i in f.stream("can0").columns().raw["id"]] == [0x123, 0x123]  # never masked
         assert f.stream("can0").lost == {tables.LOST_INVALID: 1} and f.stream("can1").lost == {}
     code, text, _ = run(capsys, "import", src, "-o", out)
-    assert code == 0 and "refused: can0: 1 frames" in text and "an id over 11 bits on a standard frame" in text
+    assert code == 0 and "left out: can0: 1 frames" in text and "an id over 11 bits on a standard frame" in text
 
 
 def test_info_shows_the_loss_counters(tmp_path, capsys):
@@ -101,6 +101,63 @@ def test_mdf4_read_refuses_the_same_frames(tmp_path, capsys):
     kept = trace.buses["can0"]
     # 0x900 is refused on a standard frame; classic DLC 9 carries 8 bytes and is kept
     assert kept.id.tolist() == [0x100, 0x100] and kept.invalid == 1
-    assert "id 0x900" in trace.refused[0]
+    assert "id 0x900" in trace.left_out[0]
     assert layout.refusal(0x100, 0, 9, 1) == "1 data bytes under DLC code 9"
     assert layout.refusal(0x100, layout.FLAG_FD, 9, 12) is None and layout.refusal(0x100, 0, 16, 8) is not None
+
+
+def test_a_candump_cut_mid_line_imports_up_to_the_cut(tmp_path, capsys):
+    src = tmp_path / "cut.log"
+    src.write_text("(1.000000) can0 123#11\n(2.000000) can0 123#22\n(3.000000) can0 12")
+    code, text, _ = run(capsys, "import", src, "-o", tmp_path / "cut.logb")
+    assert code == 0 and "2 frames from candump" in text and "left out: '(3.000000) can0 12'" in text
+    code, text, err = run(capsys, "dump", src, "--format", "candump")
+    assert code == 0 and len(text.splitlines()) == 2 and "no end of line" in err
+    # a bad line inside the trace is an error naming it, not a cut
+    src.write_text("(1.000000) can0 123#11\n(2.000000) can0 12\n(3.000000) can0 123#22\n")
+    code, _, err = run(capsys, "import", src, "-o", tmp_path / "bad.logb")
+    assert code == 1 and "line 2 '(2.000000) can0 12'" in err and not (tmp_path / "bad.logb").exists()
+
+
+TWO_BUSES = "(1700000000.000000) can0 101#4004091600\n(1700000000.010000) can1 101#4004091600\n"
+DBC = """VERSION ""
+BS_:
+BU_: ECU
+BO_ 257 EngineData: 5 ECU
+ SG_ EngSpeed : 0|16@1+ (0.25,0) [0|16383] "rpm" ECU
+ SG_ Gear : 16|8@1+ (1,0) [0|8] "" ECU
+"""
+
+
+def test_names_are_looked_up_with_a_suggestion(tmp_path, capsys):
+    src, dbc = tmp_path / "t.log", tmp_path / "e.dbc"
+    src.write_text(TWO_BUSES)
+    dbc.write_text(DBC)
+    code, _, err = run(capsys, "decode", src, "--dbc", dbc, "--signals", "EngineSpeed", "-o", tmp_path / "o.csv")
+    assert code == 64 and "(did you mean 'EngineData.EngSpeed'?)" in err
+    code, _, err = run(capsys, "decode", src, "--dbc", dbc, "--messages", "enginedata", "-o", tmp_path / "o.csv")
+    assert code == 64 and "(did you mean 'EngineData'?)" in err
+    code, _, err = run(capsys, "plot", src, "EngineSpeed", "--dbc", dbc, "-o", tmp_path / "p.png")
+    assert code == 64 and "(did you mean 'EngineData.EngSpeed'?)" in err
+    code, _, err = run(capsys, "export", src, "--stream", "can", "-o", tmp_path / "x.log")
+    assert code == 64 and "did you mean 'can0' or 'can1'" in err and "the buses: can0, can1" in err
+    code, _, err = run(capsys, "dump", src, "--stream", "cna1")
+    assert code == 64 and "(did you mean 'can1'?)" in err
+    assert not list(tmp_path.glob("o.csv")) and not list(tmp_path.glob("p.png"))
+
+
+def test_what_to_do_when_the_input_falls_short(tmp_path, capsys):
+    src, dbc = tmp_path / "t.log", tmp_path / "e.dbc"
+    src.write_text(TWO_BUSES)
+    dbc.write_text(DBC)
+    code, _, err = run(capsys, "plot", src, "EngSpeed", "-o", tmp_path / "p.png")
+    assert code == 64 and "no DBC" in err and "--dbc FILE.dbc" in err
+    code, _, err = run(capsys, "decode", src, "-o", tmp_path / "o.csv")
+    assert code == 1 and "give one with --dbc FILE.dbc" in err
+    code, _, err = run(capsys, "decode", src, "--dbc", dbc, "-o", tmp_path / "o.xlsx")
+    assert code == 64 and "name it .csv or .parquet" in err and not (tmp_path / "o.xlsx").exists()
+    code, _, err = run(capsys, "export", src, "-o", tmp_path / "o.csv")
+    assert code == 64 and "--stream is required for csv: one of can0, can1" in err
+    code, _, err = run(capsys, "decode", src, "--dbc", src, "-o", tmp_path / "o.csv")  # a trace as the DBC
+    assert code == 1 and err.startswith(f"logb decode: {src}: cannot parse the DBC")
+    assert f"{src}: {src}" not in err

@@ -94,3 +94,21 @@ class OutsideRecordingError(NotFoundError):
 
 class FormatMismatchError(UsageError):
     """--format names one trace format and the input's content is another."""
+
+
+def did_you_mean(name, known):
+    """' (did you mean 'A' or 'B'?)' for the names of `known` closest to a name that is not
+    there (a typo, another case, a signal given without its message or with another one),
+    else ''. For the messages that reject an unknown name: the fix is usually one of these."""
+    import difflib
+
+    lower = {}  # lowercased name, or signal part of `Message.Signal` -> the names it stands for
+    for k in sorted(set(map(str, known))):
+        lower.setdefault(k.lower(), []).append(k)
+        if "." in k and "." not in name:  # `Signal` against `Message.Signal`
+            lower.setdefault(k.rsplit(".", 1)[1].lower(), []).append(k)
+    key = str(name).lower()
+    close = [key] if key in lower else difflib.get_close_matches(key, lower, n=3, cutoff=0.7)
+    close.sort(key=lambda m: (-difflib.SequenceMatcher(None, key, m).ratio(), m))  # ties: by name, not reversed
+    hits = list(dict.fromkeys(k for m in close for k in lower[m]))[:4]
+    return f" (did you mean {' or '.join(map(repr, hits))}?)" if hits else ""

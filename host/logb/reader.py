@@ -23,6 +23,7 @@ from .errors import (
     NotFoundError,
     UnsupportedCodecError,
     UnsupportedFilterError,
+    did_you_mean,
 )
 from .limits import Budget
 from .frames import Attach, DataHeader, End, Index, Meta, Run, Sync, pack_axis
@@ -365,7 +366,10 @@ class LogbFile(SourceReader):
         for s in self.streams.values():
             if s.uuid.hex() == str(key).replace("-", "").lower() or s.name == key:
                 return s
-        raise NotFoundError(f"no stream {key!r}")
+        names = sorted(s.name for s in self.streams.values() if s.records)
+        listing = ", ".join(names[:20]) + (f" … ({len(names)} in all)" if len(names) > 20 else "")
+        raise NotFoundError(f"no stream {key!r}{did_you_mean(key, names)}; the streams with records: "
+                            f"{listing or 'none'}")
 
     def data_frames(self, streams=None):
         """(stream, FrameLoc) for every accepted DATA frame, in file order."""

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import fields as bits
-from ..errors import NotFoundError
+from ..errors import NotFoundError, did_you_mean
 from . import layout
 from .dbc import EXT_BITS, EXTENDED, Mux, MuxCondition, is_exact_mask, parse_select
 from .rows import gather, pad
@@ -170,7 +170,9 @@ def select_buses(f, wanted=None):
             found |= hit
     missing = [w for w in wanted if w not in found]
     if missing:
-        raise NotFoundError(f"no raw CAN bus stream {missing[0]!r}")
+        names = [g.name for g in groups]
+        raise NotFoundError(f"no raw CAN bus stream {missing[0]!r}{did_you_mean(missing[0], names)}; the buses: "
+                            f"{', '.join(names) or 'none'}")
     return out
 
 

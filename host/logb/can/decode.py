@@ -392,7 +392,8 @@ def decode_file(f, dbc=None, messages=None, signals=None, window=None, source="a
         if compiled is None:
             source = dbc if dbc is not None else embedded_dbc(f, s)
             if source is None:
-                raise NothingToDecodeError(f"raw bus stream {s.name!r}: no DBC given and none attached to the file")
+                raise NothingToDecodeError(f"raw bus stream {s.name!r}: no DBC given and none attached to the file; "
+                                           f"give one with --dbc FILE.dbc")
             compiled = compile_dbc(source, bus=s.name)
         b = group_frames(f, g, window)
         out += decode_frames(compiled, b.t, b.id, b.flags, b.data, messages, signals, b.axis_exp, bus=s.name,

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import NotFoundError, NothingToDecodeError, UnknownSignalError, UsageError
+from ..errors import NotFoundError, NothingToDecodeError, UnknownSignalError, UsageError, did_you_mean
 from ..tables import DataType
 
 _PLOTTABLE = (DataType.uint, DataType.sint, DataType.float, DataType.bool)
@@ -122,9 +122,19 @@ def collect(f, specs, dbc=None):
             found.add(spec)
     missing = [s for s in specs if s not in found]
     if missing:
+        from .bus import is_message_stream, is_raw_bus_stream
+        from .decode import embedded_dbc
+
         names = available(f, dbc)
+        guess = "".join(did_you_mean(m, names) for m in missing)
+        raw = [s for s in f.streams.values() if is_raw_bus_stream(s)]
+        if raw and dbc is None and embedded_dbc(f, raw[0]) is None and \
+                not any(is_message_stream(s) for s in f.streams.values()):
+            # CAN frames but nothing that names their signals: the usual first try on a trace
+            raise UnknownSignalError(f"no signal {', '.join(map(repr, missing))}: this file has CAN frames but no DBC "
+                                     f"(none attached, no per-message streams); give one with --dbc FILE.dbc")
         hint = f"; it has {', '.join(names[:15])}{', …' if len(names) > 15 else ''}" if names else ""
-        raise UnknownSignalError(f"no signal {', '.join(map(repr, missing))} in this file{hint}")
+        raise UnknownSignalError(f"no signal {', '.join(map(repr, missing))} in this file{guess}{hint}")
     return series
 
 

@@ -39,7 +39,8 @@ def about(path):
     try:
         yield
     except LogbError as exc:
-        exc.args = (f"{path}: {exc}",)
+        if not getattr(exc, "names_its_input", False):  # a DBC's error names the DBC, not `path`
+            exc.args = (f"{path}: {exc}",)
         raise
 
 
@@ -85,6 +86,22 @@ def _open_logb(path, **kwargs):
     return LogbFile(sys.stdin.buffer if path == "-" else path, **kwargs)
 
 
+TABLE_EXTENSIONS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
+
+
+def table_format(fmt, path, also=""):
+    """csv or parquet: `fmt` (--format), else `path`'s extension; any other extension is a
+    UsageError (a CSV named .xlsx would be a surprise later). `also`: what else the command
+    writes, for that message."""
+    if fmt:
+        return fmt
+    ext = os.path.splitext(str(path))[1].lower()
+    if ext not in TABLE_EXTENSIONS:
+        raise UsageError(f"{path}: cannot tell the output format from {ext or 'no extension'!r}; name it .csv or "
+                         f".parquet{also}, or give --format")
+    return TABLE_EXTENSIONS[ext]
+
+
 @contextmanager
 def dbc_errors(path):
     """cantools' parse errors (they have no common base class) as UnreadableInputError."""
@@ -95,7 +112,9 @@ def dbc_errors(path):
         if cantools is None or not isinstance(exc, (cantools.database.errors.Error,
                                                     cantools.database.UnsupportedDatabaseFormatError)):
             raise
-        raise UnreadableInputError(f"{path}: cannot parse the DBC: {exc}") from None
+        err = UnreadableInputError(f"{path}: cannot parse the DBC: {exc}")
+        err.names_its_input = True
+        raise err from None
 
 
 def _identity(path):
@@ -288,7 +307,7 @@ def open_input(path, recover=False):
     with about(path):
         buf = io.BytesIO()
         formats.write_logb(trace, buf, source=path)
-    for note in trace.refused:  # frames the trace has and the command will not see
+    for note in trace.left_out:  # what the trace has and the command will not see
         print(f"logb: {path}: {note}", file=sys.stderr)
     f = LogbFile(buf.getvalue())
     try:

@@ -5,9 +5,9 @@ import os
 
 import numpy as np
 
-from ..errors import NotFoundError, OutsideRecordingError, UnknownSignalError, UsageError
+from ..errors import NotFoundError, OutsideRecordingError, UnknownSignalError, UsageError, did_you_mean
 from .common import (EXIT_DAMAGED, EXIT_OK, about, add_id_filter, add_recover, add_time_arguments, dbc_errors,
-                     device_window, file_timeline, input_help, open_input, output, utc_text)
+                     device_window, file_timeline, input_help, open_input, output, table_format, utc_text)
 
 HELP = "decode CAN signals (per-message streams, or raw frames with a DBC) to CSV or Parquet"
 DESCRIPTION = """\
@@ -160,15 +160,19 @@ def check_names(cat, messages, signals, ids):
     if messages:
         missing = [m for m in messages if m not in cat]
         if missing:
-            raise UnknownSignalError(f"no message {', '.join(map(repr, missing))}; the messages: {_listing(cat)}")
+            guess = "".join(did_you_mean(m, cat) for m in missing)
+            raise UnknownSignalError(f"no message {', '.join(map(repr, missing))}{guess}; the messages: "
+                                     f"{_listing(cat)}")
     if signals:
         scope = messages or cat
         known = {sig for m in scope for sig in cat[m][1]} | {f"{m}.{sig}" for m in scope for sig in cat[m][1]}
         missing = [x for x in signals if x not in known]
         if missing:
             where = f" in {', '.join(messages)}" if messages else ""
-            raise UnknownSignalError(f"no signal {', '.join(map(repr, missing))}{where}; the signals: "
-                                     f"{_listing({f'{m}.{sig}' for m in scope for sig in cat[m][1]})}")
+            full = {f"{m}.{sig}" for m in scope for sig in cat[m][1]}
+            guess = "".join(did_you_mean(x, full) for x in missing)
+            raise UnknownSignalError(f"no signal {', '.join(map(repr, missing))}{where}{guess}; the signals: "
+                                     f"{_listing(full)}")
     if ids is None:
         return messages
     scope = messages or list(cat)
@@ -182,7 +186,7 @@ def check_names(cat, messages, signals, ids):
 def run(args, out):
     from ..can.decode import decode_file  # cantools missing: main.py gives the pip hint
 
-    fmt = args.format or ("parquet" if args.output.endswith((".parquet", ".pq")) else "csv")
+    fmt = table_format(args.format, args.output)
     specs = dbc_specs(args.dbc)
     inputs = [args.file] + [p for paths in specs.values() for p in paths]
     with output(args.output, inputs) as tmp, open_input(args.file, recover=args.recover) as f:

@@ -10,7 +10,7 @@ from ..can import formats
 from ..errors import InvalidSchemaError, UsageError
 from ..tables import AxisKind
 from .common import (EXIT_DAMAGED, EXIT_OK, Timeline, add_id_filter, add_recover, add_time_arguments, column_values,
-                     file_origin_s, file_timeline, input_help, open_input, output, utc_text)
+                     file_origin_s, file_timeline, input_help, open_input, output, table_format, utc_text)
 
 HELP = "export one stream to CSV or Parquet, or CAN bus streams to candump/ASC/BLF/TRC/MDF4"
 DESCRIPTION = """\
@@ -65,8 +65,9 @@ def add_arguments(p):
 
 
 def _table_format(args):
-    """csv or parquet: --format, else the output's extension."""
-    return args.format or ("parquet" if args.output.endswith((".parquet", ".pq")) else "csv")
+    """csv or parquet: --format, else the output's extension (no CAN format's)."""
+    also = f" (one stream) or a CAN trace's ({', '.join(e for m in formats.REGISTRY.values() for e in m.EXTENSIONS)})"
+    return table_format(args.format, args.output, also)
 
 
 def _table(f, stream, args):
@@ -145,12 +146,15 @@ def run(args, out):
     if can_format is not None:
         return run_can(args, can_format, out)
     fmt = _table_format(args)
-    if args.stream is None:
-        raise UsageError("--stream is required for csv and parquet")
     if args.ids is not None:
         raise UsageError("--id applies to the CAN formats (candump, asc, blf, trc, mdf4); "
                          "for a table of frames use `logb dump --format candump` or decode")
     with output(args.output, [args.file]) as tmp, open_input(args.file, recover=args.recover) as f:
+        if args.stream is None:
+            names = sorted(s.name for s in f.streams.values() if s.records)
+            raise UsageError(f"--stream is required for {fmt}: one of {', '.join(names[:20]) or 'none'}"
+                             f"{' …' if len(names) > 20 else ''} (decoded signals: `logb decode`; CAN buses as a "
+                             f"trace: --format candump|asc|blf|trc|mdf4)")
         stream = f.stream(args.stream)
         if stream.schema is None:
             raise InvalidSchemaError(f"stream {stream.name!r} has no valid schema; nothing to export")

@@ -32,7 +32,9 @@ A frame no raw bus record holds as given (docs/SPEC.md §13.1: an 11-bit frame
 with an id over 0x7FF, a DLC code over 15, a data length its DLC does not
 give) is not imported altered: it is counted in its bus's logb.lost.invalid
 (`logb info` shows it) and the summary says how many and why (--json:
-"invalid", "refused"), as `logb record` and can.Logger("x.logb") do.
+"invalid", "left_out"), as `logb record` and can.Logger("x.logb") do. A last
+line cut while the trace was written (no end of line, does not parse) is
+left out with a note; the lines before it are imported.
 
 OUT is laid out as a logger writes (docs/CAN.md): per-message DATA in time
 with the raw bus frames, segments of at most --segment-bytes (default 1 MiB)
@@ -93,7 +95,7 @@ def run(args, out):
         "buses": [{"name": b.name, "frames": len(b), "fd": b.fd} for b in trace.buses.values()],
         "dbc": args.dbc, "dbc_problems": [list(p) for p in problems], "size": os.path.getsize(args.output),
         "notes": list(trace.notes), "invalid": sum(b.invalid for b in trace.buses.values()),
-        "refused": list(trace.refused),
+        "left_out": list(trace.left_out),
     }
     if args.json:
         out.write(dumps(summary) + "\n")
@@ -103,8 +105,8 @@ def run(args, out):
                   f"{summary['time_base']}, ticks of 1e{trace.axis_exp} s; {summary['size']} bytes\n")
         for note in trace.notes:
             out.write(f"  note: {note}\n")
-        for note in trace.refused:
-            out.write(f"  refused: {note}\n")
+        for note in trace.left_out:
+            out.write(f"  left out: {note}\n")
         for name, reason in problems:
             out.write(f"  dbc: {name}: {reason}\n")
     return EXIT_OK

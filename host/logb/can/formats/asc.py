@@ -54,11 +54,11 @@ def _canfd_flags(line):
 def read(path):
     from can.io.asc import ASCReader
 
-    col, exp = Collector(), -6
+    col, exp, notes = Collector(), -6, []
     with open(path, "r", encoding="utf-8", errors="replace") as fh:
         tap = LineTap(fh)
         reader = ASCReader(tap, relative_timestamp=False)
-        for msg in reader:
+        for msg in tap.messages(reader, notes):
             flags = _canfd_flags(tap.line) if msg.is_fd and not msg.is_error_frame else None
             if flags is not None and len(msg.data) <= 8:
                 # python-can marks every CANFD line FD and every empty one remote; the Flags
@@ -71,7 +71,8 @@ def read(path):
             col.add(msg.channel, ticks(msg.timestamp, exp), msg, dlc_code(msg))
     start_s = reader.start_time or 0.0
     dated = start_s >= EPOCH_MIN_S
-    trace = Trace(col.buses(), exp, dated, ticks(start_s, exp) if dated else None, NAME, refused=col.notes())
+    trace = Trace(col.buses(), exp, dated, ticks(start_s, exp) if dated else None, NAME,
+                  left_out=notes + col.notes())
     trace.notes.append("ASC dates are local time; read in this machine's time zone")
     return trace
 

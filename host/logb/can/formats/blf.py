@@ -43,7 +43,7 @@ def read(path):
         exp = -6
         for b in buses.values():
             b.t //= 1000
-    return Trace(buses, exp, dated, start_ns // 10 ** (9 + exp) if dated else None, NAME, refused=col.notes())
+    return Trace(buses, exp, dated, start_ns // 10 ** (9 + exp) if dated else None, NAME, left_out=col.notes())
 
 
 def write(trace, out):

@@ -22,10 +22,10 @@ dlc_code = length_dlc_code
 def read(path):
     from can.io.canutils import CanutilsLogReader
 
-    col, dated, exp = Collector(), True, -6
+    col, dated, exp, notes = Collector(), True, -6, []
     with open(path, "r", encoding="ascii", errors="replace") as fh:
         tap = LineTap(fh)
-        for msg in CanutilsLogReader(tap):
+        for msg in tap.messages(CanutilsLogReader(tap), notes):
             parts = tap.line.split()
             frame = parts[2] if len(parts) >= 3 else ""
             id_text, _, payload = frame.partition("#")
@@ -39,7 +39,7 @@ def read(path):
                 msg.is_rx = True
             dated &= msg.timestamp >= EPOCH_MIN_S
             col.add(channel, ticks(msg.timestamp, exp), msg, dlc_code(msg))
-    return Trace(col.buses(), exp, dated, None, NAME, refused=col.notes())
+    return Trace(col.buses(), exp, dated, None, NAME, left_out=notes + col.notes())
 
 
 def write(trace, out):

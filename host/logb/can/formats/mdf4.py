@@ -308,4 +308,4 @@ def _trace(parts, start):
                           dlc[sel].astype(np.uint8),
                           np.ascontiguousarray(data[sel, :layout.FD_PAYLOAD if fd else layout.CLASSIC_PAYLOAD]),
                           len(refused))
-    return Trace(buses, exp, dated, start_us * 10 ** (-6 - exp) if dated else None, NAME, refused=notes)
+    return Trace(buses, exp, dated, start_us * 10 ** (-6 - exp) if dated else None, NAME, left_out=notes)

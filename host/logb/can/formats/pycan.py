@@ -74,7 +74,7 @@ def frame_of(msg, width=layout.FD_PAYLOAD):
 
 class Collector:
     """Gathers python-can Messages per bus into Bus columns; a frame layout.refusal refuses is
-    counted on its bus (Bus.invalid), with the first reason as a note of the Trace."""
+    counted on its bus (Bus.invalid), with the first reason as a note (Trace.left_out)."""
 
     def __init__(self):
         self.rows = {}  # name -> lists
@@ -122,14 +122,27 @@ class LineTap:
     def __init__(self, fh):
         self.fh = fh
         self.line = ""
+        self.number = 0
 
     def __iter__(self):
-        for line in self.fh:
+        for self.number, line in enumerate(self.fh, 1):
             self.line = line
             yield line
 
     def close(self):
         self.fh.close()
+
+    def messages(self, reader, notes):
+        """The Messages of python-can's `reader` over this tap. A parse error on the last line
+        when it has no end of line (a trace cut while being written) ends them with a note in
+        `notes`, the frames before it kept; any other raises ValueError naming the line."""
+        try:
+            yield from reader
+        except Exception as exc:  # python-can's parse errors have no common base class
+            if self.line.endswith("\n") or not self.line.strip():
+                raise ValueError(f"line {self.number} {self.line.strip()[:80]!r}: {exc}") from None
+            notes.append(f"the last line has no end of line and does not parse (a cut file?); left out: "
+                         f"{self.line.strip()[:80]!r}")
 
 
 def messages(trace, start=None):

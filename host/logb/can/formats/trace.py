@@ -39,7 +39,7 @@ class Trace:
     start: object = None  # ticks of the measurement start, when the source has one
     source_format: str = ""
     notes: list = field(default_factory=list)
-    refused: list = field(default_factory=list)  # per bus with refused frames (Bus.invalid), a refused_note
+    left_out: list = field(default_factory=list)  # what the source has and the Trace not: refused_note, a cut line
     attachments: list = field(default_factory=list)  # (name, bytes): the DBC of a Logb file, for MDF4
 
     @property
@@ -84,7 +84,7 @@ def merged(trace):
 
 
 def refused_note(bus, n, ident, why):
-    """The Trace note for `n` frames of `bus` that layout.refusal refused (one of them: ident, why)."""
+    """The Trace.left_out note for `n` frames of `bus` that layout.refusal refused (one: ident, why)."""
     return (f"{bus}: {n} frames no record holds as given (SPEC §13.1), not imported, counted in the "
             f"bus's logb.lost.invalid; for example id 0x{ident:X}: {why}")
 

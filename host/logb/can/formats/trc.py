@@ -39,7 +39,7 @@ def read(path):
     dated = start is not None and start.timestamp() >= EPOCH_MIN_S
     start_us = (start - datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)) // \
         datetime.timedelta(microseconds=1) if dated else None
-    return Trace(col.buses(), exp, dated, start_us, NAME, refused=col.notes())
+    return Trace(col.buses(), exp, dated, start_us, NAME, left_out=col.notes())
 
 
 def write(trace, out):
