@@ -161,3 +161,25 @@ def test_what_to_do_when_the_input_falls_short(tmp_path, capsys):
     code, _, err = run(capsys, "decode", src, "--dbc", src, "-o", tmp_path / "o.csv")  # a trace as the DBC
     assert code == 1 and err.startswith(f"logb decode: {src}: cannot parse the DBC")
     assert f"{src}: {src}" not in err
+
+
+def test_top_level_help_teaches_the_common_path(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["--help"])
+    text = capsys.readouterr().out
+    assert e.value.code == 0
+    for step in ("logb info drive.blf", "logb decode drive.blf --dbc vehicle.dbc -o", "logb plot drive.blf --dbc",
+                 "logb transport truck.log --j1939", "logb import drive.blf --dbc"):
+        assert step in text
+
+
+def test_import_of_a_directory_says_so(tmp_path, capsys):
+    code, _, err = run(capsys, "import", tmp_path, "-o", tmp_path / "x.logb")
+    assert code == 64 and "is a directory" in err
+
+
+def test_virtual_bus_warns_it_is_one_process_only(tmp_path, capsys):
+    src = tmp_path / "t.log"
+    src.write_text("(1.000000) can0 123#11\n")
+    code, _, err = run(capsys, "replay", src, "-i", "virtual", "-c", "newuser", "--speed", "0")
+    assert code == 0 and "one process only" in err and "udp_multicast" in err

@@ -76,11 +76,11 @@ def _positive(text):
 
 
 def run(args, out):
-    fmt = formats.format_for(args.trace, args.format, reading=True)
-    importlib.import_module(fmt.REQUIRES)  # missing: main.py gives the pip hint
     for path in (args.trace, args.dbc):
         if path is not None and (os.path.isdir(path) or not os.path.exists(path)):
             raise UsageError(f"{path}: {'is a directory' if os.path.isdir(path) else 'no such file'}")
+    fmt = formats.format_for(args.trace, args.format, reading=True)
+    importlib.import_module(fmt.REQUIRES)  # missing: main.py gives the pip hint
     with output(args.output, [args.trace, args.dbc]) as tmp:
         try:
             trace = fmt.read(args.trace)

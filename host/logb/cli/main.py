@@ -17,6 +17,16 @@ COMMANDS = {"info": info, "verify": verify, "dump": dump, "cat": cat, "export": 
             "replay": replay, "transport": transport}
 
 EPILOG = """\
+the common path, with a trace and a DBC (every reading command takes a candump
+.log, ASC, BLF, TRC or MF4 trace as it is, or a .logb file):
+  logb info drive.blf                                what it holds: buses, ids, span
+  logb decode drive.blf --dbc vehicle.dbc -o sig.csv     signals to a table (.parquet)
+  logb plot drive.blf --dbc vehicle.dbc EngineSpeed -o speed.html      (.png, .svg)
+  logb stats drive.blf                               per id: period, jitter; bus load
+  logb transport truck.log --j1939                   J1939 TP and ISO-TP reassembled
+  logb import drive.blf --dbc vehicle.dbc -o drive.logb      as Logb, DBC attached
+  logb record -i socketcan -c can0 -o live.logb      a live bus (python-can)
+
 exit status: 0 success/intact, 1 damaged or truncated input, 2 not a Logb
 file, 3 unsupported Logb version, 64 usage error, 69 no logger answers
 (pull, tail) or the CAN bus cannot be opened or failed (record, replay),

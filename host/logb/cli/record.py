@@ -4,6 +4,7 @@ import argparse
 import os
 import queue
 import signal
+import sys
 import threading
 import time
 
@@ -132,6 +133,10 @@ def open_bus(args):
         known = ", ".join(sorted(VALID_INTERFACES))
         raise UsageError(f"unknown python-can interface {args.interface!r} (know: {known})")
     kw = bus_kwargs(args)
+    if args.interface == "virtual":  # the usual first try: record in one terminal, replay in another
+        print("logb: note: python-can's virtual bus joins buses of one process only: frames another process "
+              "(logb record / replay, can.player) sends never arrive here; between processes use "
+              "-i udp_multicast -c 239.74.163.2 (pip install msgpack)", file=sys.stderr)
     try:
         return can.Bus(interface=args.interface, channel=args.channel, **kw)
     except (can.CanError, OSError, ImportError, ValueError) as exc:  # what interfaces raise when opening fails
