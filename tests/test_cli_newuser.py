@@ -68,6 +68,23 @@ def test_info_lists_a_stream_whose_frames_were_all_refused(tmp_path, capsys):
     assert code == 0 and "stream 'can3'" in text and "1 refused" in text
 
 
+def test_info_says_nothing_of_counters_that_are_zero(tmp_path, capsys):
+    """Writers restate their counters (zeros included) at every segment: info
+    prints a loss line only for what was lost, --json keeps every counter."""
+    schema = logb.Schema(uuid=logb.stream_uuid("t", "z"), name="z", record_bits=8,
+                         axis_kind=logb.AxisKind.time, axis_mode=logb.AxisMode.implicit, axis_exp=-3, axis_step=1,
+                         fields=(logb.Field("x", 0, 8, logb.DataType.uint),))
+    path = tmp_path / "zero.logb"
+    with logb.Writer(str(path), time_base="relative") as w:
+        sw = w.add_stream(schema)
+        sw.write_batch({"x": [1]}, axis_base=0)
+        w.meta({tables.LOST_BUFFER: 0, tables.LOST_INVALID: 0}, stream=sw)
+    code, text, _ = run(capsys, "info", path)
+    assert code == 0 and "lost (" not in text
+    code, text, _ = run(capsys, "info", path, "--json")
+    assert {s["name"]: s["lost"] for s in json.loads(text)["streams"]}["z"] == {"buffer": 0, "invalid": 0}
+
+
 def test_loss_counters_sum_the_last_value_of_each_session():
     """SPEC G13: cumulative per writer session, the last value is the session's total."""
     schema = logb.Schema(uuid=logb.stream_uuid("t", "v"), name="v", record_bits=8,

@@ -176,9 +176,10 @@ def _human(info, out, all_streams=False):
         can_id = f" id {s['can_id']}" if s.get("can_id") else ""
         w(f"stream {s['name']!r}{can_id} {s['uuid']}: {s['records']} records in {s['frames']} frames")
         w(f", {s['rejected']} rejected\n" if s["rejected"] else "\n")
-        if s["lost"]:
+        lost = {key: n for key, n in s["lost"].items() if n}  # (writers restate zeros: nothing to say)
+        if lost:
             w(f"  lost (the writer's counts, never written): "
-              f"{', '.join(f'{n} {_LOST[key]}' for key, n in s['lost'].items())}\n")
+              f"{', '.join(f'{n} {_LOST[key]}' for key, n in lost.items())}\n")
         if "axis" in s:
             ax = s["axis"]
             exp = f" tick=1e{ax['exp']} s" if ax["kind"] == AxisKind.time.name else ""
