@@ -16,7 +16,7 @@ cantools = pytest.importorskip("cantools")
 
 import logb  # noqa: E402
 from logb.can import formats, plot  # noqa: E402
-from logb.errors import UnknownSignalError  # noqa: E402
+from logb.errors import NothingToDecodeError  # noqa: E402
 from logb.cli import plot as cli_plot  # noqa: E402
 from logb.cli.common import parse_window  # noqa: E402
 from logb.cli.main import main  # noqa: E402
@@ -179,8 +179,8 @@ def test_plot_raw_stream_with_dbc_and_window(tmp_path):
     lb = tmp_path / "r.logb"
     formats.write_logb(trace, lb)
     with logb.LogbFile(str(lb)) as f:
-        with pytest.raises(UnknownSignalError):
-            plot.collect(f, ["MA_C0.EngSpeed"])  # no DBC anywhere
+        with pytest.raises(NothingToDecodeError, match="no DBC"):
+            plot.collect(f, ["MA_C0.EngSpeed"])  # no DBC anywhere: the input falls short
         full, _, _, _ = draw(f, ["EngSpeedJ"], tmp_path / "a.png", dbc=str(DBC))
         part, _, _, xs = draw(f, ["EngSpeedJ"], tmp_path / "b.png", dbc=str(DBC), window="0.5:1.0")
         with pytest.raises(logb.LogbError, match="--time utc: these records are undated"):

@@ -130,9 +130,10 @@ def collect(f, specs, dbc=None):
         raw = [s for s in f.streams.values() if is_raw_bus_stream(s)]
         if raw and dbc is None and embedded_dbc(f, raw[0]) is None and \
                 not any(is_message_stream(s) for s in f.streams.values()):
-            # CAN frames but nothing that names their signals: the usual first try on a trace
-            raise UnknownSignalError(f"no signal {', '.join(map(repr, missing))}: this file has CAN frames but no DBC "
-                                     f"(none attached, no per-message streams); give one with --dbc FILE.dbc")
+            # CAN frames but nothing that names their signals: the usual first try on a trace; the
+            # input falls short (exit 1), as `logb decode` says of it
+            raise NothingToDecodeError(f"no signal {', '.join(map(repr, missing))}: this file has CAN frames but no "
+                                       f"DBC (none attached, no per-message streams); give one with --dbc FILE.dbc")
         hint = f"; it has {', '.join(names[:15])}{', …' if len(names) > 15 else ''}" if names else ""
         raise UnknownSignalError(f"no signal {', '.join(map(repr, missing))} in this file{guess}{hint}")
     return series
