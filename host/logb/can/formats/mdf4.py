@@ -10,8 +10,13 @@ channels `CAN_DataFrame`, `CAN_ErrorFrame` and `CAN_RemoteFrame`:
     .DataBytes (8,) or (64,) u1 when any bus is CAN FD, zero-padded (not the remote group)
     .Dir u1 (0 Rx, 1 Tx), .EDL, .BRS, .ESI u1 (not the remote group)
 
-The master channel is float64 seconds after the header's start time: the
-measurement start of an imported trace, else the first frame (whole µs), in
+The master channel is int64 ticks of the trace (µs, or ns when it has them) after
+the header's start time, with a linear conversion (a = 1e-6 or 1e-9, b = 0) to
+seconds, so every reader (asammdf's get, to_dataframe, extract_bus_logging,
+python-can's MF4Reader) sees float seconds while the file keeps exact integers:
+their transposed bytes deflate to ~1/3 of float64 seconds' (whose mantissas are
+noise), which makes the file smaller than python-can's MF4Writer's. The start is
+the measurement start of an imported trace, else the first frame (whole µs), in
 UTC; undated recordings start at the Unix epoch. Frames of every bus are merged
 in time order. The trace's attachment (the DBC a Logb file carries) is attached
 to the MDF file too (it is not applied: asammdf's extract_bus_logging does that),
@@ -27,7 +32,9 @@ DataLength), DataLength, DataBytes (fixed or variable length; bytes past
 DataLength are dropped), Dir, EDL, BRS, ESI, each absent one 0. Times are the
 header's start plus the master channel: dated, unless the start is the Unix
 epoch (what logb writes for an undated recording); µs ticks when every stamp is
-a whole µs, else ns. BusChannel n is the bus can{n-1} (ASAM counts from 1);
+a whole µs, else ns. An integer master with a conversion of a = 10^-k s (k <= 9),
+b = 0 (logb's, and many loggers') is read as exact integers, any other through
+asammdf's float seconds (to the ns). BusChannel n is the bus can{n-1} (ASAM counts from 1);
 python-can's MF4Writer numbers "can0" 0, so a file with a BusChannel 0 is read
 as counting from 0.
 """
@@ -50,9 +57,7 @@ NAME = "mdf4"
 EXTENSIONS = (".mf4", ".mdf")
 REQUIRES = "asammdf"
 LOSSES = """\
-- MDF4: BusChannel is one byte: a bus numbered over 254 (BLF channel 4368) becomes can254. The
-  master channel is float64 seconds after the header's start: exact to the ns within ~10^6 s
-  of it, so an undated trace (written from the epoch) with larger stamps keeps them to ~0.5 µs.
+- MDF4: BusChannel is one byte: a bus numbered over 254 (BLF channel 4368) becomes can254.
   CAN_RemoteFrame has no EDL/BRS/ESI (CAN FD has no remote frames): a remote frame a BLF flags
   FD loses those flags."""
 EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
@@ -136,7 +141,7 @@ def write(trace, out, compression=2):
     (every frame fits)."""
     from asammdf import MDF, Signal
     from asammdf.blocks import v4_constants as v4c
-    from asammdf.blocks.v4_blocks import SourceInformation
+    from asammdf.blocks.v4_blocks import ChannelConversion, SourceInformation
 
     m = merged(trace)
     t, ids, flags, dlc, data = m.t, m.id, m.flags, m.dlc, m.data
@@ -151,7 +156,7 @@ def write(trace, out, compression=2):
         start_time = EPOCH + datetime.timedelta(microseconds=zero // per_us)
     else:
         zero, start_time = 0, EPOCH
-    seconds = (t - zero).astype(np.float64) * 10.0 ** trace.axis_exp
+    ticks = (t - zero).astype(np.int64)
 
     fd = (flags & FLAG_FD) != 0
     length = layout.dlc_lengths(dlc, fd)
@@ -184,9 +189,12 @@ def write(trace, out, compression=2):
             rec[f"{group}.EDL"] = fd[sel]
             rec[f"{group}.BRS"] = (flags[sel] & FLAG_BRS) != 0
             rec[f"{group}.ESI"] = (flags[sel] & FLAG_ESI) != 0
-        sig = Signal(name=group, samples=rec, timestamps=seconds[sel], source=src,
+        sig = Signal(name=group, samples=rec, timestamps=ticks[sel], source=src,
                      attachment=attachment, comment=f"{group} (exported by logb)")
         mdf.append(sig, acq_name="CAN", comment=f"{group} of bus(es) {', '.join(m.names)}")
+        # asammdf makes the master of the timestamps' dtype (int64); the conversion makes it seconds
+        mdf.groups[-1].channels[mdf.masters_db[len(mdf.groups) - 1]].conversion = ChannelConversion(
+            conversion_type=v4c.CONVERSION_TYPE_LIN, a=10.0 ** trace.axis_exp, b=0.0)
     try:
         if isinstance(out, (str, os.PathLike)):
             with open(out, "wb") as fh:  # a path would get its suffix changed to .mf4 by asammdf
@@ -238,9 +246,26 @@ def _open(path):
     raise ValueError(why)
 
 
+def _master_ns(mdf, index, seconds):
+    """ns after the header's start of group `index`: exact from an integer master whose
+    conversion is a = 10^-k s (k <= 9), b = 0, else `seconds` (asammdf's floats) rounded."""
+    from asammdf.blocks import v4_constants as v4c
+
+    ch_nr = mdf.masters_db.get(index)
+    ch = mdf.groups[index].channels[ch_nr] if ch_nr is not None else None
+    conv = ch.conversion if ch is not None else None
+    if (ch is not None and ch.channel_type == v4c.CHANNEL_TYPE_MASTER and ch.data_type in v4c.INT_TYPES
+            and conv is not None and conv.conversion_type == v4c.CONVERSION_TYPE_LIN and conv.b == 0):
+        k = next((k for k in range(10) if conv.a == 10.0 ** -k), None)
+        if k is not None:
+            raw = np.asarray(mdf.get(group=index, index=ch_nr, raw=True).samples)
+            return raw.astype(np.int64) * 10 ** (9 - k)
+    return np.round(np.asarray(seconds, np.float64) * 1e9).astype(np.int64)
+
+
 def read(path):
     """An MDF4 CAN bus-logging file as a Trace (see the module's doc)."""
-    parts = []  # (BusChannel, seconds after the start, id, flags, dlc, data)
+    parts = []  # (BusChannel, ns after the start, id, flags, dlc, data, length)
     mdf = _open(path)
     try:
         start = mdf.header.start_time
@@ -270,7 +295,7 @@ def read(path):
             bus = _column(mdf, f"{kind}.BusChannel", index, n).astype(np.int64)
             if kind == "CAN_RemoteFrame":
                 length = np.zeros(n, np.int64)  # its DataLength is the requested length
-            parts.append((bus, np.asarray(ident.timestamps, np.float64), raw_id & np.uint32(~EXTENDED & 0xFFFFFFFF),
+            parts.append((bus, _master_ns(mdf, index, ident.timestamps), raw_id & np.uint32(~EXTENDED & 0xFFFFFFFF),
                           flags, dlc, data, length))
     finally:
         mdf.close()
@@ -279,7 +304,7 @@ def read(path):
 
 def _trace(parts, start):
     cols = [np.concatenate([p[k] for p in parts]) if parts else np.zeros(0, np.int64) for k in (0, 1, 2, 3, 4, 6)]
-    bus, seconds, ids, flags, dlc, length = cols
+    bus, ns, ids, flags, dlc, length = cols
     data = np.concatenate([p[5] for p in parts]) if parts else np.zeros((0, layout.FD_PAYLOAD), np.uint8)
     # the rule every trace reader applies (SPEC §13.1): refused frames are counted per bus
     why = [layout.refusal(*row) for row in zip(ids.tolist(), flags.tolist(), dlc.tolist(), length.tolist())]
@@ -289,7 +314,6 @@ def _trace(parts, start):
     delta = start - EPOCH
     start_us = (delta.days * 86400 + delta.seconds) * 10**6 + delta.microseconds  # a datetime holds whole µs
     dated = start_us != 0
-    ns = np.round(seconds * 1e9).astype(np.int64)
     exp = -6 if not (ns % 1000).any() else -9
     t = ns // 1000 if exp == -6 else ns
     if dated:
