@@ -175,10 +175,10 @@ def raw_equal(field, got, want):
         return got.dtype == np.uint8 and [bytes(r) for r in got] == list(want)
     if dt == DataType.string:
         return list(got) == list(want)
-    if dt == DataType.uint:
-        return got.dtype == np.uint64 and got.tolist() == np.asarray(want).tolist()
-    if dt == DataType.sint:
-        return got.dtype == np.int64 and got.tolist() == np.asarray(want).tolist()
+    if dt in (DataType.uint, DataType.sint):  # the narrowest native width that holds the field
+        bits = next(b for b in (8, 16, 32, 64) if w <= b)
+        want_dtype = np.dtype(f"{'i' if dt == DataType.sint else 'u'}{bits // 8}")
+        return got.dtype == want_dtype and got.tolist() == np.asarray(want).tolist()
     return got.dtype == bool and got.tolist() == np.asarray(want).tolist()
 
 

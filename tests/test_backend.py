@@ -331,8 +331,8 @@ def test_conformance_vectors_both_backends(C, both, hexbytes, order, offset, wid
     got = both(lambda: (fields.extract(recs, Field("u", offset, width, DataType.uint, bo)),
                         fields.extract(recs, Field("s", offset, width, DataType.sint, bo))))
     for name, (u, s) in got.items():
-        assert u.dtype == np.uint64 and u.tolist() == [raw] * 5, name
-        assert s.dtype == np.int64 and s.tolist() == [ref_signed(raw, width)] * 5, name
+        assert u.dtype == fields.int_dtype(width, False) and u.tolist() == [raw] * 5, name
+        assert s.dtype == fields.int_dtype(width, True) and s.tolist() == [ref_signed(raw, width)] * 5, name
         if as_sint is not None:
             assert int(s[0]) == as_sint
     packed = both(lambda: _packed_uint(len(rec), offset, width, order == "big", raw))

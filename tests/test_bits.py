@@ -39,6 +39,12 @@ def ref_signed(value, width):
     return value - (1 << width) if value >> (width - 1) else value
 
 
+def native_dtype(width, signed):
+    """The dtype extract() gives a width-bit integer field: the narrowest of 8/16/32/64 bits."""
+    bits = next(b for b in (8, 16, 32, 64) if width <= b)
+    return np.dtype(f"{'i' if signed else 'u'}{bits // 8}")
+
+
 # ---------------------------------------------------------------- vectors
 DRAFT_TABLE = [
     ("12 34", "little", 0, 16, 0x3412, None),
@@ -100,9 +106,12 @@ class TestConformanceVectors:
         bo = ByteOrder.big if order == "big" else ByteOrder.little
         u = extract(arr, Field("u", offset, width, DataType.uint, bo))
         s = extract(arr, Field("s", offset, width, DataType.sint, bo))
-        assert u.dtype == np.uint64 and int(u[0]) == raw
-        assert s.dtype == np.int64
+        assert u.dtype == native_dtype(width, False) and int(u[0]) == raw
+        assert s.dtype == native_dtype(width, True)
         assert int(s[0]) == ref_signed(raw, width)
+        wu = extract(arr, Field("u", offset, width, DataType.uint, bo), wide=True)
+        ws = extract(arr, Field("s", offset, width, DataType.sint, bo), wide=True)
+        assert wu.dtype == np.uint64 and ws.dtype == np.int64 and int(wu[0]) == raw and int(ws[0]) == int(s[0])
         if as_sint is not None:
             assert int(s[0]) == as_sint
         if width == 1:
@@ -290,10 +299,8 @@ def test_fields_pack_extract_round_trip(case):
     pack(arr, field, vals)
     out = extract(arr, field)
     dt, w = field.data_type, field.bit_width
-    if dt == DataType.uint:
-        assert out.dtype == np.uint64 and out.tolist() == vals
-    elif dt == DataType.sint:
-        assert out.dtype == np.int64 and out.tolist() == vals
+    if dt in (DataType.uint, DataType.sint):
+        assert out.dtype == native_dtype(w, dt == DataType.sint) and out.tolist() == vals
     elif dt == DataType.bool:
         assert out.dtype == bool and out.tolist() == vals
     elif dt == DataType.float:
@@ -348,3 +355,30 @@ def test_float16_is_ieee_binary16():
     be = extract(arr[:, 2:], Field("h", 0, 16, DataType.float, ByteOrder.big))
     assert le.dtype == np.float16 and float(le[0]) == 1.0
     assert float(be[0]) == -2.0
+
+
+@pytest.mark.parametrize("big", [False, True])
+@pytest.mark.parametrize("width", range(1, 65))
+def test_every_width_native_and_wide(width, big):
+    """Every integer width at 8 bit offsets, unsigned and signed: the native column holds
+    the extremes exactly (0, max, min, -1, and a pattern), the wide one the same values."""
+    bo = ByteOrder.big if big else ByteOrder.little
+    top = (1 << width) - 1
+    raws = [0, top, 1 << (width - 1), top >> 1, 0x5A5A5A5A5A5A5A5A & top, 1 & top]
+    for offset in range(8):
+        size = (offset + width + 7) // 8 + 1
+        rows = [bytearray(size) for _ in raws]
+        for row, v in zip(rows, raws):
+            put_bits(row, offset, width, big, v)
+        arr = np.frombuffer(b"".join(rows), np.uint8).reshape(len(raws), size)
+        for dt, signed in ((DataType.uint, False), (DataType.sint, True)):
+            f = Field("x", offset, width, dt, bo)
+            want = [ref_signed(v, width) if signed else v for v in raws]
+            col = extract(arr, f)
+            assert col.dtype == native_dtype(width, signed) and col.tolist() == want
+            wide = extract(arr, f, wide=True)
+            assert wide.dtype == (np.int64 if signed else np.uint64) and wide.tolist() == want
+            # packing a native column back gives the same records
+            again = np.zeros_like(arr)
+            pack(again, f, col)
+            assert np.array_equal(again, arr)

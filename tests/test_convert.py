@@ -41,8 +41,23 @@ class TestIdentity:
             w.add_stream(s).write_batch({"flag": [True, False], "n": [7, 255], "lin": [7, 255]})
         cols = logb.LogbFile(buf.getvalue()).stream("b").columns()
         assert cols.phys("flag").dtype == bool and cols.phys("flag").tolist() == [True, False]
-        assert cols.phys("n").dtype == np.uint64 and cols.phys("n").tolist() == [7, 255]
+        assert cols.phys("n").dtype == np.uint8 and cols.phys("n").tolist() == [7, 255]  # the field's native width
         assert cols.phys("lin").dtype == np.float64 and cols.phys("lin").tolist() == [7.0, 255.0]
+
+
+@pytest.mark.parametrize("dtype", ["u1", "i1", "u2", "i2", "u4", "i4", "u8", "i8"])
+def test_conversions_of_narrow_columns_never_wrap(dtype):
+    """Native-width raw columns (fields.int_dtype) convert in float64: the extremes of
+    each width scale exactly as Python ints would, never wrapped at the width."""
+    info = np.iinfo(dtype)
+    raw = np.array([info.min, -1 if info.min else 0, 0, 1, info.max], dtype)
+    x = [float(v) for v in raw.tolist()]
+    lin = physical(Conversion.linear(-3.0, 1000.0), raw)
+    assert lin.dtype == np.float64 and lin.tolist() == [-3.0 + 1000.0 * v for v in x]
+    rat = physical(Conversion.rational(0, 2, 1, 0, 0, 1), raw)
+    assert rat.tolist() == [2 * v + 1 for v in x]
+    tab = physical(Conversion.table([(float(info.max), 9.0)]), raw)
+    assert tab.mask.tolist() == [True] * 4 + [False] and tab[-1] == 9.0
 
 
 def test_linear():

@@ -44,8 +44,10 @@ def _region(schema, header, stored):
     return data, np.frombuffer(data, np.uint8, fixed_bytes).reshape(n, size)
 
 
-def decode_batch(schema, header, stored, only=None, out=None):
-    """Decode a DATA frame. `only` limits which raw columns are extracted.
+def decode_batch(schema, header, stored, only=None, out=None, wide=False):
+    """Decode a DATA frame. `only` limits which raw columns are extracted;
+    integer columns are at their field's native width unless `wide`
+    (fields.int_dtype).
 
     `out`, if given, is ({name: array}, axis array): slices of preallocated
     columns (dtype and shape as extract gives them) that receive this frame's
@@ -65,7 +67,7 @@ def decode_batch(schema, header, stored, only=None, out=None):
                 col = dest[f.name]
             raw[f.name] = col
         else:
-            raw[f.name] = fields.extract(fixed, f, dest.get(f.name))
+            raw[f.name] = fields.extract(fixed, f, dest.get(f.name), wide)
     axis_field = schema.fields[schema.axis_field] if schema.axis_mode == AxisMode.explicit else None
     known = raw.get(axis_field.name) if axis_field is not None and not axis_field.variable else None
     axis = axis_column(schema, header, fixed, out=out[1] if out is not None else None, axis_raw=known)
@@ -116,7 +118,13 @@ def axis_column(schema, header, fixed, out=None, axis_raw=None):
         if n:
             lo, hi = int(raw.min()), int(raw.max())
             check_range(base + lo * schema.axis_scale, base + hi * schema.axis_scale)
-        np.multiply(raw.view(np.uint64), np.uint64(schema.axis_scale % (1 << 64)), out=u)
+        # widened into `out` first (sign-extended for sint), then scaled in
+        # place: wrap-around uint64 arithmetic, exact since check_range passed
+        if raw.dtype.kind == "u":
+            u[...] = raw
+        else:
+            out[...] = raw
+        np.multiply(u, np.uint64(schema.axis_scale % (1 << 64)), out=u)
         np.add(u, np.uint64(base % (1 << 64)), out=u)
         return out
     idx = np.arange(n, dtype=np.float64)

@@ -12,6 +12,14 @@ kernels (logb._backend: cbridge's bits.c or numpy), which also read and write
 strided views such as the (N, S) view `.T` of a transposed frame's (S, N)
 rows. This module is the part both backends share: which element of which
 dtype each data type becomes.
+
+Integer columns come back at the narrowest native width that holds every
+value the field can hold (its bit width decides, never the values seen):
+uint8/16/32/64 for uint fields of up to 8/16/32/64 bits, int8/16/32/64 for
+sint, so one stream's column has one dtype in every frame and file. `wide=True`
+gives the 64-bit columns (uint64 / int64) instead. Arithmetic on a narrow
+column wraps at its width: convert first (convert.physical computes in
+float64; cast with .astype(np.int64) for integer sums and differences).
 """
 
 import numpy as np
@@ -68,8 +76,20 @@ def _target(out, shape, dtype):
     return out
 
 
-def extract(records, field, out=None):
-    """Raw column of a fixed field: uint64, int64, float16/32/64, bool,
+_UINTS = (np.dtype(np.uint8), np.dtype(np.uint16), np.dtype(np.uint32), np.dtype(np.uint64))
+_SINTS = (np.dtype(np.int8), np.dtype(np.int16), np.dtype(np.int32), np.dtype(np.int64))
+
+
+def int_dtype(width, signed, wide=False):
+    """The column dtype of a `width`-bit integer field: the narrowest of
+    8/16/32/64 bits that holds it, or 64 bits when `wide`."""
+    size = 3 if wide or width > 32 else 2 if width > 16 else 1 if width > 8 else 0
+    return (_SINTS if signed else _UINTS)[size]
+
+
+def extract(records, field, out=None, wide=False):
+    """Raw column of a fixed field: uint8..uint64 / int8..int64 at the field's
+    width (int_dtype; `wide`: always uint64 / int64), float16/32/64, bool,
     complex64/128, (N, n) uint8 for bytes, object array of str for string.
 
     `out`, an array of exactly that dtype and shape (say a slice of a larger
@@ -78,10 +98,11 @@ def extract(records, field, out=None):
     dt, off, w = field.data_type, field.bit_offset, field.bit_width
     big = field.byte_order == ByteOrder.big
     n = records.shape[0]
-    if dt == DataType.uint:
-        return k.extract(records, off, w, big, 8, _target(out, (n,), _U64))
-    if dt == DataType.sint:
-        return k.extract(records, off, w, big, 8 | KIND_SIGNED, _target(out, (n,), np.int64))
+    if dt in (DataType.uint, DataType.sint):
+        signed = dt == DataType.sint
+        dtype = int_dtype(w, signed, wide)
+        return k.extract(records, off, w, big, dtype.itemsize | (KIND_SIGNED if signed else 0),
+                         _target(out, (n,), dtype))
     if dt == DataType.float:  # the float's bits into an element of its size
         return k.extract(records, off, w, big, w // 8, _target(out, (n,), _FLOAT_DTYPES[w]))
     if dt == DataType.bool:
@@ -120,10 +141,12 @@ def decode_strings(chunks):
     return arr
 
 
-def column_dtype(field):
+def column_dtype(field, wide=False):
     """(dtype, extra shape) of the raw column `extract` gives a fixed field
     (object for strings and variable-length fields)."""
     dt, w = field.data_type, field.bit_width
+    if dt in (DataType.uint, DataType.sint):  # never variable-length
+        return int_dtype(w, dt == DataType.sint, wide), ()
     if field.variable or dt == DataType.string:
         return np.dtype(object), ()
     if dt == DataType.bytes:
@@ -132,7 +155,7 @@ def column_dtype(field):
         return np.dtype(_FLOAT_DTYPES.get(w, np.float64)), ()
     if dt == DataType.complex:
         return np.dtype(np.complex64 if w == 64 else np.complex128), ()
-    return np.dtype({DataType.uint: _U64, DataType.sint: np.int64, DataType.bool: bool}.get(dt, _U64)), ()
+    return np.dtype(bool if dt == DataType.bool else _U64), ()
 
 
 def pack(records, field, values):

@@ -153,13 +153,15 @@ class Stream:
             out.append(fl)
         return out
 
-    def batches(self, window=None, fields=None):
-        """Yield (FrameLoc, Batch) in file order, decoding each frame now.
-        A frame that fails to decode is rejected (reported) and skipped."""
+    def batches(self, window=None, fields=None, wide=False):
+        """Yield (FrameLoc, Batch) in file order, decoding each frame now: memory
+        bounded by one frame, whatever the file. A frame that fails to decode is
+        rejected (reported) and skipped. `wide`: 64-bit integer columns
+        (fields.int_dtype) instead of native widths."""
         if self.schema is None:
             return
         for fl in self._frames_in(window):
-            batch = self.decode_frame(fl, fields)
+            batch = self.decode_frame(fl, fields, wide=wide)
             if batch is None:
                 continue
             if window is not None:
@@ -170,14 +172,14 @@ class Stream:
                     batch.count = int(keep.sum())
             yield fl, batch
 
-    def decode_frame(self, fl, fields=None, out=None):
+    def decode_frame(self, fl, fields=None, out=None, wide=False):
         """Decode one accepted frame; None (and the frame rejected) if it fails.
         `out`: preallocated column slices to decode into (batch.decode_batch)."""
         start, end = fl.stored_slice
         try:
             # a view, not a copy, of the stored bytes; nothing decoded keeps it
             stored = memoryview(self._file.buf)[start:end]
-            batch = decode_batch(self.schema, fl.header, stored, fields, out)
+            batch = decode_batch(self.schema, fl.header, stored, fields, out, wide)
         except (LogbError, ValueError) as exc:
             if self._file.strict:  # SPEC §10.5: a strict reader raises for a DATA frame it rejects
                 raise MalformedPayloadError(f"DATA frame at offset {fl.offset}: {exc}") from exc
@@ -194,16 +196,15 @@ class Stream:
             self._dropped += 1
             self.reject(fl.offset, fl.header.record_count, reason)
 
-    def columns(self, fields=None, window=None):
+    def columns(self, fields=None, window=None, wide=False):
         """Decode to numpy columns. `window=(lo, hi)` in axis units (ticks for
-        time axes) reads only frames that can overlap it."""
+        time axes) reads only frames that can overlap it. Integer columns are at
+        their fields' native widths (uint8..uint64, int8..int64: fields.int_dtype);
+        `wide=True` gives uint64 / int64 columns."""
         if self.schema is None:
             raise InvalidSchemaError(
                 f"stream {self.name!r} has no valid schema; its {self.rejected} records cannot be decoded")
-        if window is None:
-            return Columns.decoded(self, fields)
-        parts = list(self.batches(window, fields))
-        return Columns(self, parts)
+        return Columns.decoded(self, fields, window, wide)
 
     def session_of(self, fl):
         return self._file.sessions[self._file.segments[fl.segment].session]
@@ -212,13 +213,13 @@ class Stream:
 class Columns:
     """A stream's records as columns: raw values, physical values, axis, runs."""
 
-    def __init__(self, stream, parts):
+    def __init__(self, stream, parts, wide=False):
         self.stream = stream
         self.schema = stream.schema
         names = [f.name for f in self.schema.fields]
         if parts:
             names = [n for n in names if n in parts[0][1].raw]
-        self.raw = {n: _concat([b.raw[n] for _, b in parts], self.schema.field_named(n)) for n in names}
+        self.raw = {n: _concat([b.raw[n] for _, b in parts], self.schema.field_named(n), wide) for n in names}
         axis_dtype = np.int64 if self.schema.is_time else np.float64
         self.axis = np.concatenate([b.axis for _, b in parts]) if parts else np.zeros(0, axis_dtype)
         self.run_id = np.concatenate(
@@ -229,43 +230,54 @@ class Columns:
         self._phys = {}
 
     @classmethod
-    def decoded(cls, stream, fields=None):
-        """Every frame of `stream` decoded straight into preallocated columns:
-        no per-frame arrays to concatenate (one copy and about half the peak
-        memory less). The same columns as Columns(stream, batches)."""
+    def decoded(cls, stream, fields=None, window=None, wide=False):
+        """Every frame of `stream` (those that can overlap `window`) decoded
+        straight into columns preallocated for the frames' record counts: no
+        per-frame arrays to concatenate, so the peak is the result plus one
+        frame's scratch. Records outside `window` are compacted away in place
+        and the columns shrunk in place at the end (ndarray.resize: realloc)."""
         schema = stream.schema
-        frames = list(stream.frames)
+        frames = stream._frames_in(window)
         total = sum(fl.header.record_count for fl in frames)
         names = [f.name for f in schema.fields if fields is None or f.name in fields]
         shapes = {}
         per_record = 16  # axis, run_id, session
         for name in names:
-            dtype, extra = fieldsmod.column_dtype(schema.field_named(name))
+            dtype, extra = fieldsmod.column_dtype(schema.field_named(name), wide)
             shapes[name] = dtype, extra
             per_record += dtype.itemsize * int(np.prod(extra, dtype=np.int64))
         # Record counts are only claims until each frame decodes: preallocate
         # for what a real file can hold, else decode frame by frame (a hostile
         # header then costs a rejected frame, not a huge allocation).
         if not total or total * per_record > max(_PREALLOC_MIN, _PREALLOC_RATIO * len(stream._file.buf)):
-            return cls(stream, list(stream.batches(None, fields)))
+            return cls(stream, list(stream.batches(window, fields, wide)), wide)
         raw = {name: np.empty((total, *extra), dtype) for name, (dtype, extra) in shapes.items()}
         axis = np.empty(total, np.int64 if schema.is_time else np.float64)
         run_id = np.empty(total, np.uint32)
         session = np.empty(total, np.int32)
+        columns = [*raw.values(), axis, run_id, session]
         pos = 0
         for fl in frames:
             n = fl.header.record_count
             out = ({k: v[pos:pos + n] for k, v in raw.items()}, axis[pos:pos + n])
-            if stream.decode_frame(fl, fields, out) is None:
+            ok = stream.decode_frame(fl, fields, out, wide) is not None
+            del out  # no view of the columns may outlive the loop: they are resized below
+            if not ok:
                 continue  # rejected (reported); the next frame reuses the slots
             run_id[pos:pos + n] = fl.header.run_id
             session[pos:pos + n] = stream.session_of(fl).index
+            if window is not None:
+                keep = (axis[pos:pos + n] >= window[0]) & (axis[pos:pos + n] <= window[1])
+                if not keep.all():
+                    for col in columns:
+                        col[pos:pos + n][:int(keep.sum())] = col[pos:pos + n][keep]
+                    n = int(keep.sum())
             pos += n
         if not pos:
-            return cls(stream, [])
+            return cls(stream, [], wide)
         if pos != total:
-            raw = {k: v[:pos].copy() for k, v in raw.items()}
-            axis, run_id, session = axis[:pos].copy(), run_id[:pos].copy(), session[:pos].copy()
+            for col in columns:
+                col.resize((pos, *col.shape[1:]), refcheck=False)
         self = cls.__new__(cls)
         self.stream, self.schema = stream, schema
         self.raw, self.axis, self.run_id, self.session = raw, axis, run_id, session
@@ -298,23 +310,16 @@ class Columns:
         return session.clock.wall(int(self.axis[i]), self.schema.axis_exp)
 
 
-def _concat(chunks, f):
+def _concat(chunks, f, wide=False):
     if not chunks:
-        return _empty_column(f)
+        return _empty_column(f, wide)
     return np.concatenate(chunks)
 
 
-def _empty_column(f):
+def _empty_column(f, wide=False):
     """A zero-length raw column with the dtype fields.extract gives that field."""
-    dt, w = f.data_type, f.bit_width
-    if f.variable or dt == DataType.string:
-        return np.zeros(0, object)
-    if dt == DataType.bytes:
-        return np.zeros((0, w // 8), np.uint8)
-    dtype = {DataType.uint: np.uint64, DataType.sint: np.int64, DataType.bool: bool,
-             DataType.float: {16: np.float16, 32: np.float32}.get(w, np.float64),
-             DataType.complex: np.complex64 if w == 64 else np.complex128}[dt]
-    return np.zeros(0, dtype)
+    dtype, extra = fieldsmod.column_dtype(f, wide)
+    return np.zeros((0, *extra), dtype)
 
 
 class LogbFile(SourceReader):
