@@ -92,6 +92,31 @@ void logb_untranspose(const uint8_t *src, uint8_t *dst, size_t n, size_t s);
 int logb_walk_tails(const uint8_t *data, size_t len, size_t pos, size_t n, size_t v,
                     uint64_t *offs, uint32_t *lens, size_t *end);
 
+/* ------------------------------------------------------------------ scan
+ * The frame walk's hot loop (scan.c). From buf[pos] (pos <= len), every
+ * well-formed frame in a row: a 12 + payload_len byte envelope that ends
+ * inside buf and whose CRC-32C (computed by `crc`: logb_crc32c_sw, or
+ * logb_crc32c_hw where available) matches. Each goes into table[] (at most
+ * `cap`), its offset as base + its position in buf; its payload starts 8
+ * bytes after it. *stop receives where the run ended (the first byte not
+ * in a listed frame), *status why: */
+#define LOGB_SCAN_END 0      /* fewer than 8 bytes (a frame header) left */
+#define LOGB_SCAN_PAST_END 1 /* the frame at *stop runs past the end of buf */
+#define LOGB_SCAN_CRC 2      /* the frame at *stop fails its CRC */
+#define LOGB_SCAN_FULL 3     /* table full: call again from *stop */
+typedef uint32_t (*logb_crc_fn)(uint32_t crc, const uint8_t *p, size_t n);
+typedef struct {
+    uint64_t offset;
+    uint32_t payload_len;
+    uint16_t stream_id;
+    uint8_t type;
+    uint8_t flags;
+} logb_frame; /* 16 bytes, no padding */
+/* Returns the number of frames listed. */
+size_t logb_scan_frames(const uint8_t *buf, size_t len, size_t pos, uint64_t base,
+                        logb_crc_fn crc, logb_frame *table, size_t cap,
+                        size_t *stop, int *status);
+
 #ifdef __cplusplus
 }
 #endif

@@ -13,6 +13,7 @@ import importlib.util
 import pathlib
 import re
 import shutil
+import struct
 import subprocess
 
 import numpy as np
@@ -20,13 +21,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from logb import _backend, fields
+import handmade
+from logb import _backend, _kernels, fields
 
 pytestmark = pytest.mark.single_backend
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CB = ROOT / "cbridge"
-PORTABLE = ["crc32c.c", "bits.c", "transpose.c", "tails.c"]
+PORTABLE = ["crc32c.c", "bits.c", "transpose.c", "tails.c", "scan.c"]
 HOST_ONLY = ["crc32c_hw.c"]
 HEADERS = ["logb_cbridge.h", "crc32c_tables.h"]
 STRICT = ["-std=c99", "-pedantic", "-Wall", "-Wextra", "-Werror"]
@@ -272,3 +274,113 @@ def _backend_crc_python(data):
     from logb.crc import crc32c_pure
 
     return crc32c_pure(data)
+
+
+# ---------------------------------------------------------------- the frame walk (scan.c, issue 13)
+
+def _walk_reference(data, pos, base):
+    """The frame table scan.c promises, spelled out with the test's own CRC."""
+    rows = []
+    while len(data) - pos >= 8:
+        plen, ftype, flags, sid = struct.unpack_from("<IBBH", data, pos)
+        end = pos + 12 + plen
+        if end > len(data):
+            return rows, pos, _kernels.SCAN_PAST_END
+        if handmade._crc(data[pos : end - 4]) != struct.unpack_from("<I", data, end - 4)[0]:
+            return rows, pos, _kernels.SCAN_CRC
+        rows.append((base + pos, plen, sid, ftype, flags))
+        pos = end
+    return rows, pos, _kernels.SCAN_END
+
+
+@st.composite
+def frame_runs(draw):
+    """Frames in a row after a few stray bytes, then damage: a flipped byte, a
+    cut, a hostile length, junk or none; and where to start walking."""
+    frames = [handmade.frame(draw(st.integers(0, 255)), draw(st.binary(max_size=40)), draw(st.integers(0, 0xFFFF)),
+                             draw(st.integers(0, 255))) for _ in range(draw(st.integers(0, 8)))]
+    data = bytearray(draw(st.binary(max_size=5)) + b"".join(frames))
+    damage = draw(st.sampled_from(["none", "flip", "cut", "length", "junk"]))
+    if data and damage == "flip":
+        data[draw(st.integers(0, len(data) - 1))] ^= 1 << draw(st.integers(0, 7))
+    elif damage == "cut":
+        del data[draw(st.integers(0, len(data))):]
+    elif damage == "length":
+        data += struct.pack("<IBBH", draw(st.sampled_from([0xFFFFFFFF, 0xFFFFFFF4, 1 << 31, 100])), 0x11, 0, 1)
+    elif damage == "junk":
+        data += draw(st.binary(max_size=30))
+    return bytes(data), draw(st.integers(0, 5)), draw(st.integers(0, 1 << 40))
+
+
+def _c_kernels():
+    c = _backend.load_c()
+    if c is None:
+        pytest.fail(f"the C backend should load but does not: {_backend.load_error}", pytrace=False)
+    return c
+
+
+def _scan_all(kernels, data, pos, base, cap):
+    """scan_frames called again while the table fills, as the scanner calls it."""
+    rows = []
+    while True:
+        table, pos, status = kernels.scan_frames(data, pos, base, cap)
+        rows += table.tolist()
+        if status != _kernels.SCAN_FULL:
+            return rows, pos, status
+
+
+@settings(max_examples=300, deadline=None)
+@given(frame_runs(), st.sampled_from([1, 2, 3, _kernels.SCAN_CAP]))
+def test_scan_kernel_tables_are_the_python_twins_and_the_reference(run, cap):
+    data, pos, base = run
+    pos = min(pos, len(data))
+    want = _walk_reference(data, pos, base)
+    c = _c_kernels()
+    assert _scan_all(_backend.PY, data, pos, base, cap) == want
+    try:
+        for mode in ("sw", "auto"):  # slice-by-8 and the CRC instruction, through the function pointer
+            c.set_crc(mode)
+            assert _scan_all(c, data, pos, base, cap) == want
+    finally:
+        c.set_crc("auto")
+
+
+def test_scan_kernel_reports_a_full_table_and_resumes():
+    data = b"".join(handmade.frame(0x20, bytes(i)) for i in range(5))
+    for kernels in (_c_kernels(), _backend.PY):
+        table, stop, status = kernels.scan_frames(data, 0, 0, 2)
+        assert (table["payload_len"].tolist(), stop, status) == ([0, 1], 25, _kernels.SCAN_FULL)
+        table, stop, status = kernels.scan_frames(data, stop, 0, 10)
+        assert (table["payload_len"].tolist(), stop, status) == ([2, 3, 4], len(data), _kernels.SCAN_END)
+
+
+@pytest.mark.parametrize("pos, base, cap", [(-1, 0, 1), (11, 0, 1), (0, -1, 1), (0, 0, 0)])
+def test_scan_kernel_refuses_arguments_outside_the_buffer(pos, base, cap):
+    for kernels in (_c_kernels(), _backend.PY):
+        with pytest.raises(ValueError):
+            kernels.scan_frames(bytes(10), pos, base, cap)
+
+
+def test_scan_kernel_constants_are_the_headers():
+    header = dict(_DEFINE.findall((CB / "logb_cbridge.h").read_text()))
+    for name in ("SCAN_END", "SCAN_PAST_END", "SCAN_CRC", "SCAN_FULL"):
+        assert getattr(_kernels, name) == int(header["LOGB_" + name], 0), name
+    assert _c_kernels().ffi.sizeof("logb_frame") == _kernels.FRAME_DTYPE.itemsize
+
+
+@settings(max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(frame_runs())
+def test_scan_firmware_configuration_equals_the_reference(small_lib, run):
+    data, pos, base = run
+    pos = min(pos, len(data))
+    fn = small_lib.logb_scan_frames
+    sz = ctypes.c_size_t
+    fn.restype = sz
+    fn.argtypes = [ctypes.c_char_p, sz, sz, ctypes.c_uint64, ctypes.c_void_p, ctypes.c_void_p, sz,
+                   ctypes.POINTER(sz), ctypes.POINTER(ctypes.c_int)]
+    table = np.zeros(16, _kernels.FRAME_DTYPE)
+    stop, status = sz(), ctypes.c_int()
+    n = fn(data, len(data), pos, base, ctypes.cast(small_lib.logb_crc32c_sw, ctypes.c_void_p), table.ctypes.data,
+           len(table), ctypes.byref(stop), ctypes.byref(status))
+    assert (table[:n].tolist(), stop.value, status.value) == _walk_reference(data, pos, base)

@@ -3,7 +3,7 @@
 argument first, so no Python input can make C read or write outside its
 buffers; what is left here is handing C the pointers and strides."""
 
-from ._kernels import BackendUnavailable, Kernels, check_range, check_size
+from ._kernels import FRAME_DTYPE, BackendUnavailable, Kernels, check_range, check_scan, check_size
 
 CRC_ENV = "LOGB_CRC"
 CRC_MODES = ("auto", "hw", "sw")
@@ -34,6 +34,8 @@ class CKernels(Kernels):
             self._crc, self.crc_impl = self.lib.logb_crc32c_hw, self.hw_name
         else:
             self._crc, self.crc_impl = self.lib.logb_crc32c_sw, "slice-by-8"
+        # scan.c takes the CRC as a function pointer (firmware has no logb_crc32c_hw)
+        self._crc_fn = self.ffi.addressof(self.lib, self._crc.__name__)
         self.crc_mode = mode
 
     def crc32c(self, data, crc=0):
@@ -94,3 +96,15 @@ class CKernels(Kernels):
         if rc:
             return rc, end[0], [], []
         return rc, end[0], offs.tolist(), (offs + lens).tolist()
+
+    # ---------------------------------------------------------------- scan
+    def _scan_frames(self, buf, pos, base, cap):
+        # cffi releases the GIL around the call: other threads run while it walks
+        table = self._np.empty(cap, FRAME_DTYPE)
+        stop = self.ffi.new("size_t *")
+        status = self.ffi.new("int *")
+        with self.ffi.from_buffer("uint8_t[]", buf) as p:
+            check_scan(pos, base, cap, len(p))
+            n = self.lib.logb_scan_frames(p, len(p), pos, base, self._crc_fn, self._ptr(table, 0, "logb_frame *"),
+                                          cap, stop, status)
+        return table[:n], stop[0], status[0]

@@ -18,6 +18,11 @@ and these, each checking its own buffer as it takes hold of it:
   the tail region at data[pos] (SPEC §6.4); value f of record r is
   data[starts[r*v + f]:ends[r*v + f]]. The code is TAIL_OK or the first
   error, whose starts and ends are empty.
+- `scan_frames(buf, pos, base, cap)`: the frame walk's hot loop (scan.c):
+  (table, stop, status) for the run of well-formed frames from buf[pos]; the
+  table is a FRAME_DTYPE array (offsets are base + position), `stop` where
+  the run ended and `status` why (SCAN_END, SCAN_PAST_END, SCAN_CRC,
+  SCAN_FULL: logb_cbridge.h's LOGB_SCAN_*).
 
 The field kernels' `kind` and the tail walk's codes are logb_cbridge.h's
 (tests/test_cbridge.py checks the values against the built module).
@@ -36,6 +41,16 @@ TAIL_PREFIX = 1  # the region ends inside a length prefix
 TAIL_PAST_END = 2  # a value runs past the end
 TAIL_LEFTOVER = 3  # bytes left over after the last tail
 
+# ---- scan (issue 13: the frame walk in C)
+SCAN_END = 0  # fewer than a frame header left
+SCAN_PAST_END = 1  # the frame at `stop` runs past the end of the buffer
+SCAN_CRC = 2  # the frame at `stop` fails its CRC
+SCAN_FULL = 3  # the table is full: call again from `stop`
+SCAN_CAP = 4096  # frames one call lists at most
+# logb_cbridge.h's logb_frame, field for field
+FRAME_DTYPE = np.dtype([("offset", "<u8"), ("payload_len", "<u4"), ("stream_id", "<u2"), ("type", "u1"),
+                        ("flags", "u1")])
+
 
 class BackendUnavailable(LogbError, ImportError):
     """A backend (or a CRC mode of one) was asked for but cannot be had."""
@@ -52,6 +67,11 @@ def field_window(offset, width, big):
 def check_range(start, end, size):
     if not 0 <= start <= end <= size:
         raise ValueError(f"CRC range [{start}, {end}) outside a buffer of {size} bytes")
+
+
+def check_scan(pos, base, cap, size):
+    if not 0 <= pos <= size or base < 0 or cap < 1:
+        raise ValueError(f"scan from {pos} (base {base}, {cap} frames) of a buffer of {size} bytes")
 
 
 def check_size(have, count, size):
@@ -145,3 +165,8 @@ class Kernels:
         if n and nbytes:
             self._gather(records, byte0, nbytes, out)
         return out
+
+    # ---------------------------------------------------------------- scan
+    def scan_frames(self, buf, pos=0, base=0, cap=SCAN_CAP):
+        """The run of well-formed frames from buf[pos] (see the module docstring)."""
+        return self._scan_frames(buf, pos, base, cap)

@@ -10,12 +10,14 @@ import struct
 
 import numpy as np
 
-from ._kernels import (KIND_BOOL, KIND_SIGNED, KIND_SIZE_MASK, TAIL_LEFTOVER, TAIL_OK, TAIL_PAST_END,
-                       TAIL_PREFIX, Kernels, check_range, check_size, field_window)
+from ._kernels import (FRAME_DTYPE, KIND_BOOL, KIND_SIGNED, KIND_SIZE_MASK, SCAN_CRC, SCAN_END, SCAN_FULL,
+                       SCAN_PAST_END, TAIL_LEFTOVER, TAIL_OK, TAIL_PAST_END, TAIL_PREFIX, Kernels, check_range,
+                       check_scan, check_size, field_window)
 
 POLY = 0x82F63B78  # CRC-32C (Castagnoli), reflected; logb.crc.POLY, the firmware is generated from it
 _U64 = np.uint64
 _U32 = struct.Struct("<I")
+_FRAME_HEADER = struct.Struct("<IBBH")  # framing.FRAME_HEADER (framing imports the backend)
 
 
 def _make_table():
@@ -173,3 +175,27 @@ class PyKernels(Kernels):
         if pos != end:
             return TAIL_LEFTOVER, pos, [], []
         return TAIL_OK, pos, starts, ends
+
+    # ---------------------------------------------------------------- scan
+    def _scan_frames(self, buf, pos, base, cap):
+        rows = []
+        status = SCAN_END
+        crc = self.crc32c
+        with memoryview(buf) as mv:
+            size = mv.nbytes
+            check_scan(pos, base, cap, size)
+            while size - pos >= 8:
+                plen, ftype, flags, sid = _FRAME_HEADER.unpack_from(mv, pos)
+                end = pos + 12 + plen
+                if end > size:
+                    status = SCAN_PAST_END
+                    break
+                if len(rows) == cap:
+                    status = SCAN_FULL
+                    break
+                if crc(mv[pos : end - 4], 0) != _U32.unpack_from(mv, end - 4)[0]:
+                    status = SCAN_CRC
+                    break
+                rows.append((base + pos, plen, sid, ftype, flags))
+                pos = end
+        return np.array(rows, FRAME_DTYPE), pos, status

@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import _backend
+from ._kernels import SCAN_FULL
 from .errors import CorruptFrameError, NotLogbError, UnsupportedVersionError
 from .framing import (
     FILE_HEADER_SIZE,
@@ -77,6 +79,8 @@ FRAME, SYNC, EVIDENCE, HEADER, WAIT = "frame", "sync", "evidence", "header", "wa
 # stream_id the open segment binds (META: file scope when its stream_id is 0).
 _FILE_SCOPE = frozenset({FrameType.ATTACH, FrameType.RUN, FrameType.INDEX, FrameType.END})
 _BOUND_SCOPE = frozenset({FrameType.DATA, FrameType.META})
+# The frame types that open or close a segment or bind a stream_id (FrameScanner._follow).
+_FOLLOWED = frozenset({FrameType.SYNC, FrameType.SCHEMA, FrameType.END})
 # Frame types a search candidate can have: the byte-at-a-time filter.
 _CANDIDATE_TYPE = np.zeros(256, bool)
 _CANDIDATE_TYPE[[FrameType.SYNC, FrameType.SCHEMA, *_FILE_SCOPE, *_BOUND_SCOPE]] = True
@@ -348,17 +352,15 @@ class FrameScanner:
                 if self._damage is not None:
                     return
             pos = self.pos
-            while True:  # the hot path: one CRC-valid frame after another
-                i = pos - base
-                if size - pos < FRAME_HEADER_SIZE:
+            while True:  # the hot path: runs of CRC-valid frames, walked by the kernel (scan.c)
+                table, stop, status = _backend.active.scan_frames(buf, pos - base, base)
+                for offset, plen, sid, ftype, flags in table.tolist():
+                    if ftype in _FOLLOWED:
+                        self._follow(buf, offset - base, ftype, sid, plen)
+                    yield FrameRef(offset, ftype, flags, sid, plen)
+                pos = base + stop
+                if status != SCAN_FULL:
                     break
-                plen, ftype, flags, sid = FRAME_HEADER.unpack_from(buf, i)
-                end = pos + FRAME_OVERHEAD + plen
-                if end > size or not frame_crc_ok(buf, i, plen):
-                    break
-                self._follow(buf, i, ftype, sid, plen)
-                yield FrameRef(pos, ftype, flags, sid, plen)
-                pos = end
             self.pos = pos
             left = size - pos
             if left < FRAME_HEADER_SIZE:
@@ -366,6 +368,9 @@ class FrameScanner:
                     self._truncate(pos, size, TRUNCATED)
                     yield Skip(pos, size, TRUNCATED)
                 return
+            i = pos - base
+            plen = FRAME_HEADER.unpack_from(buf, i)[0]
+            end = pos + FRAME_OVERHEAD + plen  # past the end, or a CRC mismatch: the kernel's status says which
             if left >= FILE_HEADER_SIZE and is_file_header(buf, i):
                 self._segment = False  # another file begins: its segments start with its own SYNC
                 major = int.from_bytes(buf[i + 8 : i + 10], "little")
@@ -592,5 +597,44 @@ def iter_frames(buf, report, start, strict=False):
             yield event
         else:
             report.record(event)
+    if scanner.truncated_at is not None:
+        report.truncated, report.truncated_at = True, scanner.truncated_at
+
+
+# Bytes one window of iter_source_frames reads (a frame longer than it widens the next).
+SOURCE_WINDOW = 8 << 20
+
+
+def iter_source_frames(source, report, recover=False, strict=False, window=SOURCE_WINDOW):
+    """check_header then iter_frames over a logb.source.Source read a window
+    at a time (source.readinto_at): bounded memory for a file of any size.
+    Yields (FrameRef, a view of its payload) and records damage in `report`
+    (with its header). The same events as the whole-buffer walk, except that
+    a frame longer than MAX_HELD_PAYLOAD is not waited for (damage, as when
+    fed; SPEC §10.3)."""
+    scanner = FrameScanner(0, recover=recover, strict=strict)
+    size = source.size
+    base, tail = 0, b""
+    while True:
+        want = min(max(window, 2 * len(tail)), size - base - len(tail))  # a long frame: grow geometrically
+        buf = bytearray(len(tail) + max(want, 0))
+        buf[: len(tail)] = tail
+        got = source.readinto_at(base + len(tail), memoryview(buf)[len(tail) :])
+        final = got < want or base + len(buf) >= size  # the end, or a file that shrank under the reader
+        if got < want:
+            del buf[len(tail) + got :]
+        view = memoryview(buf)
+        for event in scanner._scan(buf, base, final):
+            if type(event) is FrameRef:
+                report.frames += 1
+                i = event.offset - base + FRAME_HEADER_SIZE
+                yield event, view[i : i + event.payload_len]
+            else:
+                report.record(event)
+        if final:
+            break
+        keep = scanner._keep_from(base + len(buf))
+        tail, base = buf[keep - base :], keep
+    report.header = scanner.header
     if scanner.truncated_at is not None:
         report.truncated, report.truncated_at = True, scanner.truncated_at
