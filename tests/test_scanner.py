@@ -190,3 +190,91 @@ def test_link_walkers_report_the_readers_skips(sample):
         # a live stream never ends: damage that runs to the end is still waiting for its SYNC
         assert live == [(s.start, s.cause) for s in rep.skipped if s.end < len(data)], name
         assert {c for _, c in live} <= CAUSES
+
+
+# ---------------------------------------------------------------- the reader by window (bounded memory)
+
+def _reading(f):
+    """Everything a reader reports about an input: damage, notes, and every stream's records."""
+    f.validate()
+    rep = f.report
+    streams = []
+    for s in sorted(f.streams.values(), key=lambda s: s.uuid):
+        cols = s.columns() if s.schema is not None else None
+        streams.append((s.name, s.records, s.rejected, s.rejections,
+                        None if cols is None else {k: v.tolist() for k, v in cols.raw.items()},
+                        None if cols is None else cols.axis.tolist()))
+    return (rep.size, rep.header, [s.as_json() for s in rep.skipped], [n.as_json() for n in rep.notes],
+            rep.truncated, rep.truncated_at, rep.frames, rep.segment_breaks, streams,
+            [(a.offset, a.name, a.problem) for a in f.attachments], f.unknown_frames, len(f.segments))
+
+
+def _read(path, held, window=None, monkeypatch=None, **kw):
+    with monkeypatch.context() as m:
+        m.setattr(logb.source, "HOLD_MAX", 1 << 40 if held else -1)
+        if window:
+            m.setattr(logb.scan, "SOURCE_WINDOW", window)
+        try:
+            with logb.LogbFile(path, **kw) as f:
+                assert (f._held is None) == (not held)
+                return _reading(f)
+        except logb.LogbError as exc:
+            return type(exc).__name__
+
+
+@pytest.mark.parametrize("window", [1, 100, 4096, None])
+def test_the_reader_by_window_reports_what_the_held_reader_reports(sample, tmp_path, monkeypatch, window):
+    for name, data in inputs(sample).items():
+        path = tmp_path / "in.logb"
+        path.write_bytes(data)
+        for recover in (False, True):
+            want = _read(path, True, monkeypatch=monkeypatch, recover=recover)
+            assert _read(path, False, window, monkeypatch, recover=recover) == want, (name, recover)
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=[p.stem for p in CORPUS])
+def test_corpus_by_window(path, monkeypatch):
+    for window in (7, 1000):
+        for kw in ({}, {"recover": True}, {"strict": True}):
+            assert _read(path, False, window, monkeypatch, **kw) == _read(path, True, monkeypatch=monkeypatch, **kw)
+
+
+def test_a_file_read_by_window_is_not_held(tmp_path, monkeypatch):
+    """The reader of a file over HOLD_MAX keeps no copy of it: reads are one
+    window at a time and one DATA frame per decode."""
+    data, _written = build(batches=40)
+    path = tmp_path / "big.logb"
+    path.write_bytes(data)
+    reads = []
+    real = logb.source.Source.readinto_at
+
+    def counting(self, pos, view):
+        reads.append(memoryview(view).nbytes)
+        return real(self, pos, view)
+
+    monkeypatch.setattr(logb.source.Source, "readinto_at", counting)
+    monkeypatch.setattr(logb.source, "HOLD_MAX", 1000)
+    monkeypatch.setattr(logb.scan, "SOURCE_WINDOW", 512)
+    with logb.LogbFile(path) as f:
+        assert f._held is None and f.source._buf is None
+        longest = max(12 + n for _o, _t, _s, n in _frames.walk(data))
+        assert len(reads) > 10 and max(reads) <= max(512, 2 * longest)  # a window, or twice a frame being read
+        f.validate()
+        assert f.source._buf is None and f.report.clean
+    monkeypatch.setattr(logb.source, "HOLD_MAX", 1 << 40)
+    with logb.LogbFile(path) as g:
+        assert _reading(g)[:8] == _reading(logb.LogbFile(data))[:8]
+
+
+def test_a_file_that_shrinks_under_the_reader_by_window_rejects_what_is_gone(tmp_path, monkeypatch):
+    data, _written = build(batches=20)
+    path = tmp_path / "shrinks.logb"
+    path.write_bytes(data)
+    monkeypatch.setattr(logb.source, "HOLD_MAX", -1)
+    with logb.LogbFile(path) as f:
+        before = {s.name: s.records for s in f.streams.values()}
+        path.write_bytes(data[: len(data) // 2])
+        f.validate()
+        reasons = {r for s in f.streams.values() for _o, _n, r in s.rejections}
+        assert reasons and all("shrank" in r for r in reasons)
+        assert 0 < sum(s.records for s in f.streams.values()) < sum(before.values())

@@ -17,6 +17,7 @@ from . import codecs, convert
 from . import fields as fieldsmod
 from .batch import decode_batch, frame_axis_span, header_problem
 from .errors import (
+    InvalidDataError,
     InvalidSchemaError,
     LogbError,
     MalformedPayloadError,
@@ -27,7 +28,7 @@ from .errors import (
 )
 from .limits import Budget
 from .frames import Attach, DataHeader, End, Index, Meta, Run, Sync, pack_axis
-from .scan import Report, check_header, iter_frames
+from .scan import Report, check_header, iter_frames, iter_source_frames
 from .schema import Schema, partial_identity
 from .seal import end_problems, index_problem
 from .segments import Segment, resolve_sessions
@@ -177,8 +178,8 @@ class Stream:
         `out`: preallocated column slices to decode into (batch.decode_batch)."""
         start, end = fl.stored_slice
         try:
-            # a view, not a copy, of the stored bytes; nothing decoded keeps it
-            stored = memoryview(self._file.buf)[start:end]
+            # a view of the stored bytes (or, unheld, one read of them); nothing decoded keeps it
+            stored = self._file._stored(start, end)
             batch = decode_batch(self.schema, fl.header, stored, fields, out, wide)
         except (LogbError, ValueError) as exc:
             if self._file.strict:  # SPEC §10.5: a strict reader raises for a DATA frame it rejects
@@ -249,7 +250,7 @@ class Columns:
         # Record counts are only claims until each frame decodes: preallocate
         # for what a real file can hold, else decode frame by frame (a hostile
         # header then costs a rejected frame, not a huge allocation).
-        if not total or total * per_record > max(_PREALLOC_MIN, _PREALLOC_RATIO * len(stream._file.buf)):
+        if not total or total * per_record > max(_PREALLOC_MIN, _PREALLOC_RATIO * stream._file.report.size):
             return cls(stream, list(stream.batches(window, fields, wide)), wide)
         raw = {name: np.empty((total, *extra), dtype) for name, (dtype, extra) in shapes.items()}
         axis = np.empty(total, np.int64 if schema.is_time else np.float64)
@@ -325,13 +326,18 @@ def _empty_column(f, wide=False):
 class LogbFile(SourceReader):
     """A scanned Logb input. `strict` raises at the first damage; `recover`
     accepts an input whose file header is missing or damaged by resyncing at
-    its first SYNC frame. `progress(offset)` is called after each frame."""
+    its first SYNC frame. `progress(offset)` is called after each frame.
+
+    A file larger than source.HOLD_MAX is not held: the scan reads it by
+    window and each DATA frame is read again when decoded (source.py), so
+    memory is bounded by what is in use. `buf` is the whole input all the
+    same, read (and then held) when asked for."""
 
     def __init__(self, src, strict=False, recover=False, progress=None):
         self.source = open_source(src)
-        self.buf = self.source.buf
-        self.report = Report(size=len(self.buf))
-        self._budget = Budget(len(self.buf))
+        self._held = self.source.held  # the whole input, or None: read by window
+        self.report = Report(size=self.source.size if self._held is None else len(self._held))
+        self._budget = Budget(self.report.size)
         self.segments = []
         self.sessions = []
         self.streams = {}
@@ -348,20 +354,45 @@ class LogbFile(SourceReader):
         self._schema_cache = {}  # SCHEMA payload -> (schema | None, uuid, name, error)
         self._index_axes = {}  # DATA offset -> first_axis an INDEX claims (checked on decode)
         self.strict = strict
-        start = check_header(self.buf, self.report, recover)
-        if start is not None:
-            breaks = self.report.segment_breaks
-            with memoryview(self.buf) as view:  # payloads are parsed in place, not copied out
-                for fr in iter_frames(self.buf, self.report, start, strict):
-                    # damage the scanner resumed past inside the segment keeps it (SPEC §10.3, G17)
-                    if self.report.segment_breaks != breaks:
-                        breaks = self.report.segment_breaks
-                        self._close_segment()
-                    self._frame(fr, view)
-                    if progress is not None:
-                        progress(fr.end)
+        breaks = None
+        for fr, payload in self._scan(recover, strict):
+            # damage the scanner resumed past inside the segment keeps it (SPEC §10.3, G17)
+            if self.report.segment_breaks != breaks:
+                if breaks is not None:
+                    self._close_segment()
+                breaks = self.report.segment_breaks
+            self._frame(fr, payload)
+            if progress is not None:
+                progress(fr.end)
         self.sessions = resolve_sessions(self.segments, [off for off, _end in self.ends], self._note)
         self._check_index_and_end()
+
+    @property
+    def buf(self):
+        """The whole input (read now, and held, when the file was read by window)."""
+        return self._held if self._held is not None else self.source.buf
+
+    def _scan(self, recover, strict):
+        """(FrameRef, a view of its payload) for every CRC-valid frame, damage
+        recorded in the report: in place in the held input, else by window."""
+        if self._held is None:
+            yield from iter_source_frames(self.source, self.report, recover, strict)
+            return
+        start = check_header(self._held, self.report, recover)
+        if start is None:
+            return
+        with memoryview(self._held) as view:  # payloads are parsed in place, not copied out
+            for fr in iter_frames(self._held, self.report, start, strict):
+                yield fr, view[fr.payload_offset : fr.end - 4]
+
+    def _stored(self, start, end):
+        """The stored bytes of a DATA frame: a view of the held input, or one read."""
+        if self._held is not None:
+            return memoryview(self._held)[start:end]
+        data = self.source.read_at(start, end - start)
+        if len(data) != end - start:
+            raise InvalidDataError(f"the file is {len(data) + start} bytes now: it shrank after it was read")
+        return data
 
     # lookup
     def stream(self, key):
@@ -409,7 +440,7 @@ class LogbFile(SourceReader):
         self._bindings = {}
         self._bound = {}  # id(stream) -> the stream_id binding it in this segment
 
-    def _frame(self, fr, view):
+    def _frame(self, fr, payload):
         """Dispatch one CRC-valid frame through FRAME_RULES: the scope checks,
         then the one guarded decode, then the frame type's handler."""
         t = fr.type
@@ -433,7 +464,7 @@ class LogbFile(SourceReader):
             self._note(fr.offset, "no-stream-id", f"{FrameType(t).name} frame with stream_id 0; ignored")
             return
         try:
-            decoded = rule.decode(fr.payload(view))  # a view: each decoder copies what it keeps
+            decoded = rule.decode(payload)  # a view: each decoder copies what it keeps
         except MalformedPayloadError as exc:
             rule.malformed(self, fr, exc)
             return

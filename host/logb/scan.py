@@ -605,7 +605,7 @@ def iter_frames(buf, report, start, strict=False):
 SOURCE_WINDOW = 8 << 20
 
 
-def iter_source_frames(source, report, recover=False, strict=False, window=SOURCE_WINDOW):
+def iter_source_frames(source, report, recover=False, strict=False, window=None):
     """check_header then iter_frames over a logb.source.Source read a window
     at a time (source.readinto_at): bounded memory for a file of any size.
     Yields (FrameRef, a view of its payload) and records damage in `report`
@@ -613,6 +613,7 @@ def iter_source_frames(source, report, recover=False, strict=False, window=SOURC
     a frame longer than MAX_HELD_PAYLOAD is not waited for (damage, as when
     fed; SPEC §10.3)."""
     scanner = FrameScanner(0, recover=recover, strict=strict)
+    window = window or SOURCE_WINDOW
     size = source.size
     base, tail = 0, b""
     while True:
