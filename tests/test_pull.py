@@ -123,6 +123,30 @@ def test_a_killed_pull_resumes(tmp_path):
     assert rig.same_bytes(src, out / "big.logb") and rig.no_temp_files(out) == []
 
 
+def test_damage_in_the_recording_is_caught_by_the_fast_walk(tmp_path, cable):
+    """One corrupted byte in the device's file, deep inside a pulled chunk:
+    the kernel's walk hands it to the scanner, which names the damage where
+    `logb verify` does; the copy stays the device's bytes."""
+    dev = tmp_path / "sd"
+    dev.mkdir()
+    src = fw_recording(dev / "bad.logb", 20000, rig.LANCER)
+    data = bytearray(src.read_bytes())
+    data[len(data) * 2 // 3] ^= 0x08
+    src.write_bytes(data)
+    ref = logb.LogbFile(bytes(data)).report
+    assert [s.cause for s in ref.skipped] == ["crc mismatch"]
+    out = tmp_path / "copies"
+    d = rig.cpython_device(cable.device, dev, chunk=32768)
+    try:
+        rc, res = pull("--port", cable.host, "--all", out)
+    finally:
+        d.kill()
+    r = res["bad.logb"]
+    assert rc == 0 and r["ok"] and r["frames"] == ref.frames
+    assert r["damage"] == [{"offset": ref.skipped[0].start, "cause": "crc mismatch"}]
+    assert rig.same_bytes(src, out / "bad.logb")
+
+
 def test_refusals_leave_everything_alone(tmp_path, cable, capsys):
     dev = tmp_path / "sd"
     dev.mkdir()

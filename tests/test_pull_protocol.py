@@ -17,7 +17,12 @@ from logb.crc import crc32c
 from logb.serial import protocol as P
 from logb.serial.live import LiveDecoder
 from logb.serial.ports import find_port
+from logb.errors import UnsupportedVersionError
+from logb.framing import FILE_HEADER_SIZE
+from logb.scan import FrameRef, FrameScanner, Skip, sync_frames
+from logb.serial import pull as pull_mod
 from logb.serial.pull import FrameCheck
+from logb.tables import FrameType
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent / "firmware"))
 import fwload  # noqa: E402
@@ -422,6 +427,66 @@ def test_frame_check_in_pieces_and_damage():
     fc.close()
     assert fc.boundary < len(cut) and logb.LogbFile(cut[:fc.boundary]).report.clean
     assert fc.cut_tail and fc.damage == [(fc.boundary, "truncated")]
+
+
+def scanner_check(data):
+    """What FrameCheck must report: the reader's scanner fed everything from byte 0."""
+    sc = FrameScanner(recover=True)
+    try:
+        events = sc.feed(data) + sc.close()
+    except UnsupportedVersionError:
+        return 0, [(0, "unsupported version")], 0
+    frames = [ev for ev in events if isinstance(ev, FrameRef)]
+    damage = [(ev.start, ev.cause) for ev in events if type(ev) is Skip]
+    boundary = frames[-1].end if frames else FILE_HEADER_SIZE if sc.header is not None else 0
+    return len(frames), damage, boundary
+
+
+RECORDING = recording(1500, segment_bytes=4096)
+
+
+def damaged(src):
+    """Recordings damaged in every way the frame walk must hand over to the scanner for."""
+    syncs = list(sync_frames(src))
+    mid = syncs[len(syncs) // 2]
+    flip = lambda b, i, x=0x40: b[:i] + bytes([b[i] ^ x]) + b[i + 1:]  # noqa: E731
+    huge = src[:mid] + struct.pack("<I", 0xFFFFFF00) + src[mid + 4:]  # a length no scanner waits for
+    longer = src[:mid] + struct.pack("<I", struct.unpack_from("<I", src, mid)[0] + 100) + src[mid + 4:]
+    schema = next(f.offset for f in FrameScanner().scan(src) if isinstance(f, FrameRef) and f.type == FrameType.SCHEMA)
+    newer = bytearray(src)
+    newer[8] += 1  # another major version: not checked, the copy goes on
+    out = {
+        "clean": src, "payload": flip(src, len(src) // 2), "sync": flip(src, mid + 12),
+        "schema": flip(src, schema + 10), "two": flip(flip(src, len(src) // 3), 2 * len(src) // 3),
+        "huge length": huge, "longer length": longer, "cut": src[:-5], "header": flip(src, 3),
+        "embedded header": src + src, "text first": b"boot>>>" + src, "newer": bytes(newer),
+        "last sync": flip(src, syncs[-1] + 1), "empty": b"", "header only": src[:16],
+    }
+    assert tuple(out) == DAMAGE
+    return out
+
+
+DAMAGE = ("clean", "payload", "sync", "schema", "two", "huge length", "longer length", "cut", "header",
+          "embedded header", "text first", "newer", "last sync", "empty", "header only")
+
+
+@pytest.mark.parametrize("case", DAMAGE)
+def test_frame_check_walk_hands_damage_to_the_scanner(case, monkeypatch):
+    """The kernel walks the clean runs; whatever else there is, FrameCheck
+    reports exactly what the reader's scanner reports reading it whole —
+    also when it holds too much since a SYNC and hands over early."""
+    data = damaged(RECORDING)[case]
+    want = scanner_check(data)
+    assert case in ("clean", "empty", "header only") or want[1], "the damage was not damage"
+    for replay_max, chunk in ((pull_mod.REPLAY_MAX, 97), (pull_mod.REPLAY_MAX, 4096), (pull_mod.REPLAY_MAX, 1 << 20),
+                              (700, 4096)):
+        monkeypatch.setattr(pull_mod, "REPLAY_MAX", replay_max)
+        fc = FrameCheck()
+        for i in range(0, len(data), chunk):
+            end = min(i + chunk, len(data))
+            fc.feed(*[data[j:min(j + 31, end)] for j in range(i, end, 31)])  # a batch of messages
+        fc.close()
+        assert (fc.frames, fc.damage, fc.boundary) == want, (case, chunk, replay_max)
 
 
 def test_live_decoder_matches_the_reader():

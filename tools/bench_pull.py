@@ -171,7 +171,7 @@ def stream_run(port, name, size, chunk):
     expect = size + 16 * -(-size // chunk) + 16 + 21  # DATA messages, then END
     t = time.perf_counter()
     cl.read_range(name, 0, size)
-    got = len(cl.parser.buf) - cl.parser.pos
+    got = cl.parser.pending()
     deadline = t + 120
     while got < expect:
         got += len(cl.ser.read(cl.ser.in_waiting or 1))

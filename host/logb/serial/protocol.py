@@ -11,7 +11,7 @@ The device side is firmware/logb/link.py; the constants mirror it.
 
 import struct
 
-from ..crc import POLY, crc32c
+from ..crc import POLY, crc32c, crc32c_range
 from ..errors import EncodeError
 
 MAGIC = b"\xa7L"
@@ -19,6 +19,8 @@ HEAD = 12
 ESCAPE = b"\x1b[LOGB-LINK]"
 VERSION = 1
 MAX_PAYLOAD = 1 << 20  # nothing longer is believed (a damaged header could claim anything)
+ROOM = 256 << 10  # the receive buffer: many reads' worth of messages between moves of the held bytes
+READ_MIN = 64 << 10  # the least room a read is given (a pty hands over at most a few KiB per read)
 
 T_HELLO, T_PING, T_LIST, T_STAT, T_READ, T_TAIL, T_HASH, T_DELETE, T_CANCEL, T_BYE = range(1, 11)
 R_HELLO, R_LIST, R_STAT, R_DATA, R_END, R_TICK, R_HASH, R_OK = range(0x81, 0x89)
@@ -109,66 +111,107 @@ class Parser:
     """Splits received bytes into messages. Non-DATA messages are checked
     here; DATA messages are yielded with their CRC for the stream that asked
     for them to check (their CRC runs across the stream). Bytes that are no
-    message (console text, damage) are skipped and counted in `noise`."""
+    message (console text, damage) are skipped and counted in `noise`.
 
-    def __init__(self):
-        self.buf = bytearray()
-        self.pos = 0
+    The bytes are held in one buffer that the port reads into (room(),
+    filled()): no copy per read and no join. It grows only to hold the
+    message at hand, which MAX_PAYLOAD bounds, so a damaged length costs at
+    most that much."""
+
+    def __init__(self, size=ROOM):
+        self.buf = bytearray(size)
+        self.pos = 0  # the next byte to parse
+        self.end = 0  # bytes held: buf[pos:end]
+        self._need = 0  # buf[pos] heads a checked header whose message ends here (0: none)
         self.noise = 0
         self.bad = 0  # messages whose header or payload CRC failed
 
+    def room(self):
+        """A writable view of the free space after the held bytes (at least
+        READ_MIN bytes, and the whole of a message being waited for); release
+        it (`with`) before the next call."""
+        buf, pos, held = self.buf, self.pos, self.end - self.pos
+        want = max(READ_MIN, self._need - self.end)
+        if len(buf) - self.end < want:
+            if pos:  # the bytes before pos are parsed: move what is held to the front
+                with memoryview(buf) as mv:
+                    mv[:held] = mv[pos:self.end]  # a memmove: the ranges may overlap
+                self.pos, self.end = 0, held
+                if self._need:
+                    self._need -= pos
+            if len(buf) - held < want:
+                buf.extend(bytes(want + held - len(buf)))
+        return memoryview(buf)[self.end:]
+
+    def filled(self, n):
+        """`n` bytes were written at the start of the view room() gave."""
+        self.end += n
+
     def feed(self, data):
-        if self.pos and self.pos >= len(self.buf) // 2:
-            del self.buf[:self.pos]
-            self.pos = 0
-        self.buf += data
+        with memoryview(data) as src:
+            done = 0
+            while done < len(src):
+                with self.room() as view:
+                    k = min(len(src) - done, len(view))
+                    view[:k] = src[done:done + k]
+                self.filled(k)
+                done += k
 
     def pending(self):
         """Bytes held that are not yet a whole message."""
-        return len(self.buf) - self.pos
+        return self.end - self.pos
 
     def skip_one(self):
         """Give up on what starts at the current position (a message whose
         rest never came, or that the stream found damaged): rescan after it."""
-        if self.pos < len(self.buf):
+        if self.pos < self.end:
             self.pos += 1
+            self._need = 0
             self.noise += 1
             self.bad += 1
 
     def next(self):
         """The next whole message, or None when more bytes are needed."""
-        buf = self.buf
+        if self._need > self.end:
+            return None  # still waiting for the rest of a checked header's message
+        buf, end = self.buf, self.end
         while True:
-            i = buf.find(MAGIC, self.pos)
+            pos = self.pos
+            i = buf.find(MAGIC, pos, end)
             if i < 0:
-                keep = len(buf) - 1 if buf.endswith(MAGIC[:1]) else len(buf)
-                self.noise += keep - self.pos
+                keep = end - 1 if end > pos and buf[end - 1] == MAGIC[0] else end
+                self.noise += keep - pos
                 self.pos = keep
+                self._need = 0
                 return None
-            if i > self.pos:
-                self.noise += i - self.pos
+            if i > pos:
+                self.noise += i - pos
                 self.pos = i
-            if len(buf) - i < HEAD:
+            if end - i < HEAD:
+                self._need = 0
                 return None
             _m, typ, tag, n = _HEAD.unpack_from(buf, i)
-            if _U32.unpack_from(buf, i + 8)[0] != crc32c(memoryview(buf)[i:i + 8]) or n > MAX_PAYLOAD:
-                self.pos = i + 1
-                self.noise += 1
-                self.bad += 1
+            if _U32.unpack_from(buf, i + 8)[0] != crc32c_range(buf, i, i + 8) or n > MAX_PAYLOAD:
+                self._reject(i)
                 continue
-            end = i + HEAD + n
-            if len(buf) < end + 4:
+            stop = i + HEAD + n
+            if end < stop + 4:
+                self._need = stop + 4
                 return None
-            (crc,) = _U32.unpack_from(buf, end)
-            payload = bytes(memoryview(buf)[i + HEAD:end])
-            if typ != R_DATA and crc32c(payload) != crc:
-                self.pos = i + 1
-                self.noise += 1
-                self.bad += 1
+            self._need = 0
+            (crc,) = _U32.unpack_from(buf, stop)
+            if typ != R_DATA and crc32c_range(buf, i + HEAD, stop) != crc:
+                self._reject(i)
                 continue
             self._last = i
-            self.pos = end + 4
-            return Message(typ, tag, payload, crc)
+            self.pos = stop + 4
+            return Message(typ, tag, bytes(memoryview(buf)[i + HEAD:stop]), crc)
+
+    def _reject(self, i):
+        self.pos = i + 1
+        self._need = 0
+        self.noise += 1
+        self.bad += 1
 
     def reject_last(self):
         """The DATA message just returned failed its stream's CRC: rescan from
@@ -176,3 +219,4 @@ class Parser:
         self.noise += self.pos - self._last - 1
         self.bad += 1
         self.pos = self._last + 1
+        self._need = 0

@@ -40,10 +40,15 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
+import numpy as np
+
+from .. import _backend
+from .._kernels import SCAN_END, SCAN_FULL, SCAN_PAST_END
 from ..crc import crc32c
-from ..errors import LinkError, UnsupportedVersionError
-from ..framing import FILE_HEADER_SIZE
-from ..scan import TRUNCATED, UNSUPPORTED_VERSION, FrameRef, FrameScanner, Skip
+from ..errors import LinkError, NotLogbError, UnsupportedVersionError
+from ..framing import FILE_HEADER_SIZE, FRAME_HEADER, decode_file_header
+from ..scan import MAX_HELD_PAYLOAD, TRUNCATED, UNSUPPORTED_VERSION, FrameRef, FrameScanner, Skip
+from ..tables import FrameType
 from . import protocol as P
 from .client import DeviceError, Garbled, LinkLost, Stalled, parse_end
 
@@ -51,6 +56,9 @@ TAIL_CHECK = 4096  # bytes before a resume point whose device CRC must match the
 MAX_FAILS = 8  # consecutive attempts without progress before giving up
 SAVE_EVERY = 4 << 20  # bytes between state saves (fsync + .part.json) ...
 SAVE_S = 1.0  # ... or seconds, whichever comes first
+REPLAY_MAX = 16 << 20  # FrameCheck holds at most this much since a SYNC; past it the scanner reads on
+BATCH = 64  # messages the writer thread takes at once, at most
+_SYNC = int(FrameType.SYNC)  # (numpy compares a plain int fastest)
 
 
 class PullError(LinkError):
@@ -76,30 +84,90 @@ class Outcome:
 
 class FrameCheck:
     """Checks every Logb frame's CRC as bytes arrive, in order (SPEC §4.1),
-    with the reader's scanner: damage is noted as (offset, SPEC §10.2 cause)
-    and skipped to the next CRC-valid SYNC (SPEC §10.3); close() adds a cut
-    tail (`truncated`). `boundary` is the end of the last whole frame (or of
-    the file header)."""
+    as the reader's scanner does: damage is noted as (offset, SPEC §10.2
+    cause) and skipped to the next CRC-valid SYNC (SPEC §10.3); close() adds
+    a cut tail (`truncated`). `boundary` is the end of the last whole frame
+    (or of the file header).
+
+    While the bytes are a file header and whole CRC-valid frames, the frame
+    walk kernel (scan.c) checks each batch fed in one call: no Python per
+    frame. Anything else (damage, a cut, a frame longer than the scanner
+    waits for) is the reader's FrameScanner's to judge: it starts at the
+    last SYNC frame walked, where its segment state starts afresh (SPEC
+    §3.2), and is fed the bytes from there, so it reports what it would have
+    reading from the start; from then on it reads the rest."""
 
     def __init__(self):
-        self._scanner = FrameScanner(recover=True)
         self.boundary = 0
         self.frames = 0
         self.damage = []
+        self._scanner = None  # the reader's scanner, once the walk handed over
+        self._off = False  # not ours to check (another major version): the copy goes on, byte for byte
+        self._held = bytearray()  # the walk: input[_base:], from the last SYNC walked (or 0) on
+        self._base = 0
+        self._base_frames = 0  # frames before _base
+        self._pos = None  # the walk: where the next frame starts (None: the file header is to come)
 
-    def feed(self, data):
-        self._account(self._scanner.feed, data)
+    def feed(self, *pieces):
+        if self._off:
+            return
+        if self._scanner is not None:
+            for data in pieces:
+                self._account(self._scanner.feed, data)
+            return
+        held = self._held
+        for data in pieces:
+            held += data
+        if self._pos is None:
+            if len(held) < FILE_HEADER_SIZE:
+                return
+            try:
+                decode_file_header(held[:FILE_HEADER_SIZE])
+            except (NotLogbError, UnsupportedVersionError):
+                return self._hand_over()
+            self._pos = self.boundary = FILE_HEADER_SIZE
+        self._walk()
 
     def close(self):
-        self._account(self._scanner.close)
+        if self._scanner is None and not self._off and self._pos != self._base + len(self._held):
+            self._hand_over()  # a cut tail, or no file header: the scanner says what it is
+        if self._scanner is not None:
+            self._account(self._scanner.close)
+
+    def _walk(self):
+        held = self._held
+        while True:
+            base = self._base
+            table, stop, status = _backend.active.scan_frames(held, self._pos - base, base)
+            if len(table):
+                syncs = np.flatnonzero(table["type"] == _SYNC)
+                if len(syncs):
+                    k = int(syncs[-1])
+                    self._base, self._base_frames = int(table["offset"][k]), self.frames + k
+                    del held[:self._base - base]  # (bytearray drops its front in place)
+                self.frames += len(table)
+                self._pos = self.boundary = base + stop
+            if status != SCAN_FULL:
+                break
+        i = self._pos - self._base
+        # only the rest of a frame (of a length the scanner waits for) is worth waiting for here
+        waiting = status == SCAN_END or (status == SCAN_PAST_END
+                                         and FRAME_HEADER.unpack_from(held, i)[0] <= MAX_HELD_PAYLOAD)
+        if not waiting or i > REPLAY_MAX:
+            self._hand_over()
+
+    def _hand_over(self):
+        base, held = self._base, self._held
+        self._held = None
+        self._scanner = FrameScanner(base, header=base == 0, recover=True)
+        self.frames, self.boundary = self._base_frames, base
+        self._account(self._scanner.feed, held)
 
     def _account(self, step, *data):
-        if self._scanner is None:
-            return
         try:
             events = step(*data)
         except UnsupportedVersionError:  # not ours to check: the copy goes on, byte for byte
-            self._scanner = None
+            self._scanner, self._off = None, True
             self.damage.append((0, UNSUPPORTED_VERSION))
             return
         if self._scanner.header is not None and not self.boundary:
@@ -412,22 +480,32 @@ class _Sink(threading.Thread):
         self.check()
 
     def run(self):
+        done = False
         try:
-            while True:
-                item = self.q.get()
-                if item is None:
-                    break
-                payload, self.mark = item
-                self.check_frames(payload)
-                self.f.write(payload)
-                self.written += len(payload)
+            while not done:
+                batch = [self.q.get()]
+                while len(batch) < BATCH:  # what else is waiting goes with it: one frame walk, one write
+                    try:
+                        batch.append(self.q.get_nowait())
+                    except queue.Empty:
+                        break
+                if batch[-1] is None:
+                    done = True
+                    batch.pop()
+                if not batch:
+                    continue
+                payloads = [payload for payload, _ in batch]
+                self.mark = batch[-1][1]
+                self.check_frames(*payloads)
+                self.f.write(payloads[0] if len(payloads) == 1 else b"".join(payloads))
+                self.written += sum(map(len, payloads))
                 if self.written - self.synced >= SAVE_EVERY or time.monotonic() - self.saved_at >= SAVE_S:
                     self._sync()
             self._sync()
         except Exception as exc:  # noqa: BLE001 - reported to the reading thread by check()
             self.error = exc
-            while self.q.get() is not None:  # drain so put() and close() return
-                pass
+            while not done:  # drain so put() and close() return
+                done = self.q.get() is None
 
     def _sync(self):
         self.f.flush()
