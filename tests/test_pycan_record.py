@@ -121,7 +121,10 @@ def test_record_rotates(tmp_path):
     for p in files[:-1]:
         with logb.LogbFile(p) as f:
             assert f.report.clean and f.sessions[0].ended
-            assert p.stat().st_size < 8_000 + 6_000  # rotated at the first frame past the limit
+            # rotated at the first frame past the limit: every DATA frame began below it (how far the
+            # last one reaches depends on how many frames a flush held, i.e. on the machine's load)
+            starts = [fl.offset for s in f.streams.values() for fl in s.frames]
+            assert max(starts) < 8_000 < p.stat().st_size
 
 
 def test_record_refuses_to_clobber(tmp_path, capsys):
