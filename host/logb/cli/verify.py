@@ -1,11 +1,13 @@
 """logb verify: check every frame; the exit status says whether the file is intact."""
 
+from ..verify import default_jobs, verify
 from .common import EXIT_DAMAGED, EXIT_OK, add_recover, dumps, open_logb
 from .info import intact
 
 HELP = "check every frame's CRC and every record; exit 0 intact, 1 damaged, 2 not Logb"
 DESCRIPTION = """\
-Check the file header, every frame's CRC-32C, and decode every DATA frame.
+Check the file header, every frame's CRC-32C, and decode every DATA frame
+as far as anything can reject it (no columns are built), on --jobs cores.
 
 Exit status (for scripts):
   0  intact: no damage, no truncation, no rejected records
@@ -17,12 +19,21 @@ Exit status (for scripts):
 def add_arguments(p):
     p.add_argument("file", help="a .logb file, or - for standard input")
     p.add_argument("--json", action="store_true", help="print the verdict as one JSON object")
+    p.add_argument("--jobs", type=_jobs, default=default_jobs(), metavar="N",
+                   help="check DATA frames on N threads (default: the CPU count); the verdict is the same for any N")
     add_recover(p)
+
+
+def _jobs(text):
+    n = int(text)
+    if n < 1:
+        raise ValueError(text)
+    return n
 
 
 def run(args, out):
     with open_logb(args.file, recover=args.recover) as f:
-        f.validate()
+        verify(f, args.jobs)
         rep = f.report
         ok = intact(f)
         verdict = {

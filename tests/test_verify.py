@@ -1,0 +1,117 @@
+"""logb verify's frame checks (logb.verify): the same verdict as decoding
+every frame (LogbFile.validate), and the same on any number of threads, on
+the corpus and on damaged files; the time axis range proved from the header
+where it can be, checked record by record where it cannot."""
+
+import io
+import json
+import pathlib
+import struct
+
+import numpy as np
+import pytest
+
+import _frames
+import logb
+from logb.cli.main import main
+from logb.tables import Codec
+from logb.verify import verify
+from test_recovery import build
+
+CORPUS = sorted((pathlib.Path(__file__).parent.parent / "corpus").glob("*.logb"))
+
+
+def _outcome(data, how, **kw):
+    """Everything validate settles: damage, notes, rejections, record counts, the INDEX verdicts."""
+    try:
+        with logb.LogbFile(data, **kw) as f:
+            if how == "validate":
+                f.validate()
+            else:
+                verify(f, how)
+            streams = sorted((s.uuid, s.records, s.rejected, s.rejections, len(s.frames)) for s in f.streams.values())
+            return ([n.as_json() for n in f.report.notes], [s.as_json() for s in f.report.skipped], streams,
+                    f.index_valid)
+    except logb.LogbError as exc:
+        return type(exc).__name__, str(exc)
+
+
+def _damaged():
+    """Files whose DATA frames fail in each way a frame check can find (CRCs refitted)."""
+    clean, _ = build(batches=30)
+    data = [o for o, t, _s, _n in _frames.walk(clean) if t == 0x20]
+    out = {"clean": clean}
+    # a zstd frame's compressed bytes scrambled, a raw_size that lies, a record count that lies
+    zstd = [o for o in data if clean[o + 8 + 16] == Codec.zstd]
+    plain = [o for o in data if clean[o + 8 + 16] == Codec.none]
+    out["zstd garbage"] = _frames.patch(clean, zstd[3], 8 + 28 + 6, b"\xff\x00\xff\x00")
+    out["raw_size"] = _frames.patch(clean, plain[2], 8 + 20, struct.pack("<Q", 7))
+    out["count"] = _frames.patch(clean, plain[5], 8 + 8, struct.pack("<I", 2))
+    out["several"] = _frames.patch(_frames.patch(out["zstd garbage"], zstd[9], 8 + 28 + 6, b"\x01\x02\x03"),
+                                   plain[7], 8 + 20, struct.pack("<Q", 5))
+    out["crc flip"] = clean[: data[4] + 40] + bytes([clean[data[4] + 40] ^ 1]) + clean[data[4] + 41 :]
+    return out
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=[p.stem for p in CORPUS])
+def test_corpus_verify_is_validate_on_any_thread_count(path):
+    data = path.read_bytes()
+    for kw in ({}, {"recover": True}, {"strict": True}):
+        want = _outcome(data, "validate", **kw)
+        for jobs in (1, 2, 3):
+            assert _outcome(data, jobs, **kw) == want, (kw, jobs)
+
+
+def test_damaged_files_verify_is_validate_on_any_thread_count():
+    for name, data in _damaged().items():
+        for kw in ({}, {"strict": True}):
+            want = _outcome(data, "validate", **kw)
+            if name != "clean" and not kw:
+                assert any(s[2] for s in want[2]) or want[1], name  # the damage was seen
+            for jobs in (1, 2, 4):
+                assert _outcome(data, jobs, **kw) == want, (name, kw, jobs)
+
+
+def test_cli_verify_json_is_the_same_serial_and_parallel(tmp_path):
+    for name, data in _damaged().items():
+        path = tmp_path / "f.logb"
+        path.write_bytes(data)
+        outs = []
+        for jobs in ("1", "2", "4"):
+            out = io.StringIO()
+            rc = main(["verify", "--json", "--jobs", jobs, str(path)], out=out)
+            outs.append((rc, json.loads(out.getvalue())))
+        assert outs[0] == outs[1] == outs[2], name
+        assert (outs[0][0] == 0) == (name == "clean"), name
+
+
+def _time_stream(width, signed, scale, values, axis_base):
+    schema = logb.Schema(
+        uuid=logb.stream_uuid("test", "t"), name="t", record_bits=width, axis_kind=logb.AxisKind.time,
+        axis_mode=logb.AxisMode.explicit, axis_exp=-6, axis_unit="s", axis_scale=scale, axis_field=0,
+        fields=(logb.Field("t", 0, width, logb.DataType.sint if signed else logb.DataType.uint),))
+    buf = io.BytesIO()
+    with logb.Writer(buf, time_base="relative") as w:
+        s = w.add_stream(schema)
+        s.write_batch({"t": np.array(values, np.int64 if signed else np.uint64)}, axis_base=axis_base)
+    return buf.getvalue()
+
+
+I64_MAX = (1 << 63) - 1
+
+
+@pytest.mark.parametrize("width, signed, scale, values, base, rejected", [
+    (16, False, 1, [1, 2, 3], 0, False),  # proved from the width
+    (16, False, 1, [1, 2, 3], I64_MAX - 10, False),  # not provable; the records are in range
+    (16, False, 1, [1, 2, 30], I64_MAX - 10, True),  # they are not
+    (64, False, 1, [1, 2, 3], 0, False),  # a 64-bit field is never provable
+    (8, True, -(1 << 40), [-128, 5], -I64_MAX + (1 << 40) * 4, True),  # a negative scale, under
+    (8, True, -(1 << 40), [-1, 5], -I64_MAX + (1 << 40) * 6, False),
+])
+def test_the_axis_range_verdict_is_validates(width, signed, scale, values, base, rejected):
+    data = _time_stream(width, signed, scale, values, 0)
+    at = next(o for o, t, _s, _n in _frames.walk(data) if t == 0x20)
+    data = _frames.patch(data, at, 8, struct.pack("<q", base))  # the frame's axis_base (CRC refitted)
+    want = _outcome(data, "validate")
+    assert any(s[2] for s in want[2]) == rejected
+    assert _outcome(data, 1) == want
