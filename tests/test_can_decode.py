@@ -14,7 +14,7 @@ import logb  # noqa: E402
 from logb.can import layout  # noqa: E402
 from logb.can.config import read_config  # noqa: E402
 from logb.can.dbc import MEDIA_TYPE, compile_dbc  # noqa: E402
-from logb.can.decode import decode_file, decode_frames, embedded_dbc  # noqa: E402
+from logb.can.decode import decode_batches, decode_file, decode_frames, embedded_dbc  # noqa: E402
 from logb.can.record import CanRecorder  # noqa: E402
 from logb.cli.main import main  # noqa: E402
 
@@ -333,3 +333,49 @@ def test_a_cut_import_decodes_from_the_raw_bus_stream(tmp_path, capsys):
         # import interleaves per-message DATA with the raw frames, so they cover (nearly) the same span
         assert sum(len(d) for d in decode_file(f, source="messages")) <= sum(len(d) for d in whole)
     assert len(rows) == sum(len(d) for d in whole) > 4000
+
+
+def _joined(parts):
+    """{stream: Decoded fields concatenated over decode_batches' lists, in order}."""
+    out = {}
+    for part in parts:
+        assert len({d.stream for d in part}) == len(part)  # one Decoded per stream in a batch
+        for d in part:
+            out.setdefault(d.stream, []).append(d)
+    joined = {}
+    for name, ds in out.items():
+        cat = lambda cols: {k: np.ma.concatenate([c[k] for c in cols]) for k in cols[0]}  # noqa: E731
+        joined[name] = (np.concatenate([d.axis for d in ds]), cat([d.raw for d in ds]), cat([d.phys for d in ds]),
+                        {k: np.concatenate([d.text[k] for d in ds]) for k in ds[0].text},
+                        None if ds[0].rows is None else np.concatenate([d.rows for d in ds]),
+                        sum(d.short for d in ds), len(ds))
+    return joined
+
+
+@pytest.mark.parametrize("source,dbc", [("messages", None), ("raw", None), ("auto", DBC)])
+@pytest.mark.parametrize("window", [None, (1_700_000_000.3, 1_700_000_001.9)])
+def test_decode_batches_are_decode_file_in_pieces(recording, source, dbc, window):
+    path, _fr = recording
+    with logb.LogbFile(str(path)) as f:
+        whole = decode_file(f, dbc=dbc, window=window, source=source)
+        parts = list(decode_batches(f, dbc=dbc, window=window, source=source, records=300))
+    got = _joined(parts)
+    assert list(got) == [d.stream for d in whole]
+    if window is None:
+        assert max(n for *_, n in got.values()) > 1  # really in pieces
+    for d in whole:
+        axis, raw, phys, text, rows, short, _n = got[d.stream]
+        assert np.array_equal(axis, d.axis)
+        for k in d.raw:
+            assert raw[k].dtype == d.raw[k].dtype and np.array_equal(raw[k], d.raw[k])
+            assert np.ma.allequal(phys[k], d.phys[k]) and phys[k].dtype == d.phys[k].dtype
+        assert {k: v.tolist() for k, v in text.items()} == {k: v.tolist() for k, v in d.text.items()}
+        assert (rows is None and d.rows is None) or np.array_equal(rows, d.rows)
+        assert short == d.short
+
+
+def test_decode_batches_refuse_empty_batches(recording):
+    path, _fr = recording
+    with logb.LogbFile(str(path)) as f:
+        with pytest.raises(ValueError):
+            next(decode_batches(f, records=0))

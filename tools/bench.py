@@ -516,7 +516,8 @@ def render(args, n, runs, meta, variants, write_stats, cases, dec, decoded_bytes
     w("## Decode to numpy columns\n")
     w("Each case opens the file and ends with every listed column as a contiguous numpy array. "
       "Logb: `LogbFile(path)` (scan, every frame's CRC) then `stream('can').columns()` — "
-      "`raw['ts','id','dlc','flags','data']` and `axis` (int64 µs). asammdf: `MDF(path)` then "
+      "`raw['ts','id','dlc','flags','data']` at native widths and `axis` (int64 µs). asammdf: "
+      "`MDF(path)` then "
       "`select(ID, IDE, DLC, DataBytes, raw=True)` plus the float64 time master. numpy floor: "
       "`np.fromfile(trace.bin, structured dtype)` then a contiguous copy of each of the 5 fields.\n")
     ref = {lbl: dec[lbl].rate(n) for lbl, _, _ in cases}
@@ -537,7 +538,8 @@ def render(args, n, runs, meta, variants, write_stats, cases, dec, decoded_bytes
     ]))
     w("")
     w(f"Decoded column bytes per record: Logb {decoded_bytes['logb'] / n:.0f} "
-      f"(integer fields come back as uint64, plus the int64 axis), asammdf "
+      f"(integer fields at their native widths, uint32 ts and id, uint8 dlc and flags, plus the int64 "
+      f"axis; `columns(wide=True)` gives uint64 ones), asammdf "
       f"{decoded_bytes['mdf'] / n:.0f} (native widths + float64 time), numpy floor "
       f"{decoded_bytes['np'] / n:.0f}.\n")
 

@@ -1,7 +1,7 @@
 """CAN signal decoding benchmark: all 126 signals of the shared trace to
 physical columns, Logb vs asammdf vs cantools vs a numpy floor, side by side.
 
-Usage: python tools/bench_can.py [--frames N] [--runs R] [--cache DIR] [--output FILE]
+Usage: python tools/bench_can.py [--frames N] [--runs R] [--copies 1,4,16] [--cache DIR] [--output FILE]
        (tools/bench.py runs it and puts its section into the `can` block of
        BENCHMARKS.md, tools/benchmd.py; --output does the same to that file)
 
@@ -18,6 +18,11 @@ Cases, each ending with every signal of every frame as a physical column:
 - numpy floor: np.fromfile(trace.bin) + a hand-written vectorised decode
   (per id: one little- and one big-endian uint64 view of the payloads, then
   shift, mask, sign-extend, scale and offset per signal; no value tables).
+
+Then peak RSS of streaming decode (logb.can.decode.decode_batches, keeping
+nothing) and of the whole decode_file, each in a fresh interpreter, on files of
+1, 4, 16 copies of each Logb file (`logb cat` semantics): flat RSS as the file
+grows is the property.
 """
 
 import argparse
@@ -25,6 +30,7 @@ import gc
 import json
 import pathlib
 import statistics
+import subprocess
 import sys
 import time
 
@@ -193,9 +199,51 @@ def check_same(d, logb_out, floor_out):
     return n
 
 
+# ---------------------------------------------------------------- peak RSS
+
+# A fresh interpreter per measurement: LogbFile + decode_batches (or decode_file),
+# keeping nothing; it reports its own ru_maxrss (never forked from this process).
+_RSS_WORKER = """
+import json, resource, sys, time
+import logb
+from logb.can.decode import decode_batches, decode_file
+mode, source, path = sys.argv[1:4]
+t = time.perf_counter()
+rows = 0
+with logb.LogbFile(path) as f:
+    if mode == "batches":
+        for part in decode_batches(f, source=source):
+            rows += sum(len(d) for d in part)
+    else:
+        rows = sum(len(d) for d in decode_file(f, source=source))
+print(json.dumps({"rows": rows, "seconds": time.perf_counter() - t,
+                  "maxrss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
+"""
+
+
+def rss(d, full, raw, copies):
+    """[(file label, size, mode, copies, {rows, seconds, maxrss})]; the copies are deleted after."""
+    from bench import logb_cat
+
+    out = []
+    for label, src, source in (("raw bus + DBC", raw, "raw"), ("per-message streams", full, "messages")):
+        for k in copies:
+            path = d / f"can_rss_{source}_x{k}.logb"
+            logb_cat([src] * k, path)
+            try:
+                for mode in ("batches", "whole"):
+                    log(f"can rss: {label} x{k} {mode} ...")
+                    r = subprocess.run([sys.executable, "-c", _RSS_WORKER, mode, source, str(path)],
+                                       stdout=subprocess.PIPE, text=True, check=True)
+                    out.append((label, path.stat().st_size, mode, k, json.loads(r.stdout.strip().splitlines()[-1])))
+            finally:
+                path.unlink()
+    return out
+
+
 # ---------------------------------------------------------------- main
 
-def run(d, runs, cantools_runs=3):
+def run(d, runs, cantools_runs=3, copies=(1, 4, 16)):
     """Time every case on the cached trace directory `d`; returns a dict of results."""
     n = json.loads((d / "meta.json").read_text())["n_frames"]
     full, raw = ensure_files(d)
@@ -220,6 +268,7 @@ def run(d, runs, cantools_runs=3):
     log("can decode: cantools per frame ...")
     res["cantools"] = {"label": "cantools: Message.decode per frame (value tables decoded)",
                        "times": timed(lambda: cantools_decode(by_key, frames), cantools_runs, warmup=False)}
+    res["rss"] = rss(d, full, raw, copies) if copies else []
     return res
 
 
@@ -251,6 +300,21 @@ def section(res):
         L.append(f"| Logb {name} vs cantools | {med['cantools'] / med[key]:.1f}× faster | ≥ 30× |")
         L.append(f"| Logb {name} / numpy floor (time) | {med[key] / med['numpy']:.2f}× | ≤ 1.5× |")
     L.append("")
+    if res.get("rss"):
+        L += ["### Peak memory: streaming decode\n",
+              "`logb.can.decode.decode_batches(f, source=...)` (lists of `Decoded` of about 65,536 frames "
+              "each, consumed and dropped) against the whole `decode_file(f, source=...)`, on files of "
+              "copies of the two Logb files above (`logb cat` semantics: one stream, many segments). Each "
+              "row is a fresh interpreter reporting its own peak RSS (`ru_maxrss`), which includes the "
+              "interpreter, numpy and cantools (importing cantools alone is ~95 MB here) and whatever of "
+              "the file the source holds. Flat RSS as the file grows is the property; the goal is "
+              "≤ 200 MB for a file 10× the machine's free memory.\n",
+              "| file | size | decode | peak RSS | rows | time |", "| --- | --- | --- | --- | --- | --- |"]
+        for label, size, mode, k, info in res["rss"]:
+            what = "decode_batches (streaming)" if mode == "batches" else "decode_file (whole)"
+            L.append(f"| {label}, ×{k} | {size / 1e6:.0f} MB | {what} | {info['maxrss'] / 1e6:.0f} MB | "
+                     f"{info['rows']:,} | {info['seconds']:.1f} s |")
+        L.append("")
     return "\n".join(L)
 
 
@@ -258,6 +322,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--frames", type=int, default=1_000_000)
     ap.add_argument("--runs", type=int, default=9)
+    ap.add_argument("--copies", default="1,4,16", help="file sizes (copies of the trace) for peak RSS; '' skips")
     ap.add_argument("--cache", type=pathlib.Path, default=ROOT / "out" / "bench")
     ap.add_argument("--output", type=pathlib.Path,
                     help="replace the `can` block of this file, e.g. BENCHMARKS.md (default: print it)")
@@ -267,7 +332,8 @@ def main(argv=None):
     from bench import ensure_trace
 
     d = ensure_trace(args.cache, args.frames)
-    md = section(run(d, max(5, args.runs)))
+    copies = tuple(int(c) for c in args.copies.split(",") if c)
+    md = section(run(d, max(5, args.runs), copies=copies))
     if args.output:
         benchmd.splice(args.output, "can", md)
     else:

@@ -124,7 +124,8 @@ def axis_column(schema, header, fixed, out=None, axis_raw=None):
             u[...] = raw
         else:
             out[...] = raw
-        np.multiply(u, np.uint64(schema.axis_scale % (1 << 64)), out=u)
+        if schema.axis_scale != 1:
+            np.multiply(u, np.uint64(schema.axis_scale % (1 << 64)), out=u)
         np.add(u, np.uint64(base % (1 << 64)), out=u)
         return out
     idx = np.arange(n, dtype=np.float64)

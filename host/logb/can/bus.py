@@ -212,13 +212,19 @@ def _collect(stream, names, window_s, frames=None):
     the file offsets in `frames`)."""
     exp = stream.schema.axis_exp
     ticks = None if window_s is None else window_ticks(window_s, exp)
-    if frames is None and ticks is None:
-        cols = stream.columns(fields=list(names))
+    if frames is None:  # decoded into preallocated columns
+        cols = stream.columns(fields=list(names), window=ticks)
         return cols.axis, cols.session, cols.raw
-    parts = []
     chosen = stream._frames_in(ticks)
     if frames is not None:
         chosen = [fl for fl in chosen if fl.offset in frames]
+    return frames_columns(stream, chosen, names, ticks)
+
+
+def frames_columns(stream, chosen, names, ticks=None):
+    """(axis, session, {name: column}) of the frames `chosen` (FrameLoc, in order) of a
+    stream, records outside the inclusive tick window `ticks` left out."""
+    parts = []
     for fl in chosen:
         b = stream.decode_frame(fl, list(names))
         if b is None:
@@ -233,8 +239,24 @@ def _collect(stream, names, window_s, frames=None):
         none = np.zeros((0, stream.schema.record_size), np.uint8)
         return (np.zeros(0, np.int64), np.zeros(0, np.int32),
                 {n: bits.extract(none, stream.schema.field_named(n)) for n in names})
+    if len(parts) == 1:
+        return parts[0]
     return (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]),
             {n: np.concatenate([p[2][n] for p in parts]) for n in names})
+
+
+def frame_chunks(stream, ticks, records):
+    """The stream's frames that can overlap `ticks`, in lists of about `records` records
+    (whole frames; a frame larger than `records` is a list of its own)."""
+    chunk, count = [], 0
+    for fl in stream._frames_in(ticks):
+        chunk.append(fl)
+        count += fl.header.record_count
+        if count >= records:
+            yield chunk
+            chunk, count = [], 0
+    if chunk:
+        yield chunk
 
 
 def group_frames(f, group, window=None):

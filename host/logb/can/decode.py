@@ -45,13 +45,13 @@ from ..errors import NothingToDecodeError
 from ..tables import ConversionType
 from .. import fields as bits
 from . import layout
-from .bus import (_collect, buses, group_frames, is_message_stream, merge_order, message_routes, rescale,
-                  window_ticks)
+from .bus import (RAW_FIELDS, _collect, buses, frame_chunks, frames_columns, group_frames, is_message_stream,
+                  merge_order, message_routes, rescale, window_ticks)
 from .dbc import EXT_BITS, EXTENDED, MEDIA_TYPE, CompiledDbc, compile_dbc, signals_of
 from .rows import gather, pad
 
 _STD_LIMIT = 0x800  # keys below this are standard ids (no extended bit)
-_LOOP_KEYS = 64  # up to this many distinct ids: one comparison pass per id
+_LOOP_KEYS = 4  # up to this many distinct ids: one comparison pass per id (else one radix sort)
 
 
 @dataclass
@@ -87,19 +87,21 @@ class Decoded:
 def frame_keys(ids, flags=None):
     """uint32 keys: the 29-bit id, bit 31 set for extended frames. Ids given with
     bit 31 already set (SocketCAN / trace.bin style) count as extended too."""
-    ids = np.asarray(ids, np.uint64)
-    keys = ids & np.uint64(EXT_BITS)
-    ext = (ids & np.uint64(EXTENDED)) != 0
+    ids = np.asarray(ids)
+    if ids.dtype != np.uint32:  # bits 0..31 are all a key uses: uint32 arithmetic throughout
+        ids = ids.astype(np.uint32) if ids.dtype.kind == "u" else ids.astype(np.int64).astype(np.uint32)
+    ext = ids & np.uint32(EXTENDED)
     if flags is not None:
-        ext |= (np.asarray(flags).astype(np.uint8) & np.uint8(layout.FLAG_EXTENDED)) != 0
-    keys |= np.where(ext, np.uint64(EXTENDED), np.uint64(0))
-    return keys.astype(np.uint32)
+        flags = np.asarray(flags)
+        ext |= ((flags & layout.FLAG_EXTENDED) != 0).astype(np.uint32) << np.uint32(31)
+    keys = ids & np.uint32(EXT_BITS)
+    keys |= ext
+    return keys
 
 
 def data_frames(flags):
     """Rows that are data frames (not remote, not error frames)."""
-    f = np.asarray(flags).astype(np.uint8)
-    return (f & np.uint8(layout.FLAG_REMOTE | layout.FLAG_ERROR)) == 0
+    return (np.asarray(flags) & (layout.FLAG_REMOTE | layout.FLAG_ERROR)) == 0
 
 
 def _groups(keys):
@@ -230,6 +232,27 @@ def missing_bytes(payload_len, dlc, flags):
     return np.maximum(payload_len - layout.frame_lengths(dlc, flags), 0)
 
 
+# layout.frame_lengths of every (DLC code, FD, remote): one table lookup per frame
+_LEN_FLAGS = np.array([0, layout.FLAG_FD, layout.FLAG_REMOTE, layout.FLAG_FD | layout.FLAG_REMOTE], np.uint8)
+_LENGTHS = layout.frame_lengths(np.tile(np.arange(16), 4), np.repeat(_LEN_FLAGS, 16)).astype(np.int16)
+
+
+def frame_lengths(dlc, flags):
+    """layout.frame_lengths (int16) through a 64-entry table."""
+    flags = np.asarray(flags)
+    code = np.asarray(dlc, np.uint8) & np.uint8(15)
+    code |= ((flags & layout.FLAG_FD) != 0).view(np.uint8) << np.uint8(4)
+    code |= ((flags & layout.FLAG_REMOTE) != 0).view(np.uint8) << np.uint8(5)
+    return _LENGTHS[code]
+
+
+def _missing(payload_len, lengths):
+    """missing_bytes from frame_lengths, None when no frame is short."""
+    if not len(lengths) or lengths.min() >= payload_len:
+        return None
+    return np.maximum(payload_len - lengths, 0)
+
+
 def _selected(entry_name, message, messages):
     return messages is None or entry_name in messages or message in messages
 
@@ -245,7 +268,9 @@ def decode_frames(compiled, axis, ids, flags, data, messages=None, signals=None,
     data = np.asarray(data, np.uint8)
     if flags is None:
         flags = np.zeros(len(data), np.uint8)
+    flags = np.asarray(flags)
     keys = frame_keys(ids, flags)
+    lengths = None if dlc is None else frame_lengths(dlc, flags)  # once for the bus, indexed per message
     usable = data_frames(flags)
     entries = compiled.entries
     wanted = [i for i, e in enumerate(entries) if _selected(e.name, e.message, messages)]
@@ -264,7 +289,7 @@ def decode_frames(compiled, axis, ids, flags, data, messages=None, signals=None,
         if signals is not None and not any(_wanted(g.name, e.message, signals) for g in signals_of(e.schema)):
             continue
         rows = np.zeros(0, np.int64) if rows is None else rows
-        missing = None if dlc is None else missing_bytes(e.payload_len, dlc[rows], flags[rows])
+        missing = None if lengths is None else _missing(e.payload_len, lengths[rows])
         payloads, t = pad(gather(data, rows), e.payload_len), axis[rows]
         if more is not None:  # multi-packet messages in time order among the frames (frames first on a tie)
             m_rows, m_t, m_payloads, m_missing = more
@@ -342,6 +367,30 @@ def decode_file(f, dbc=None, messages=None, signals=None, window=None, source="a
     be lost for whole time ranges; the raw bus stream loses only what was hit). `window`
     is (T0, T1) in seconds of the axis (inclusive). Returns a list of Decoded;
     NothingToDecodeError when the file has no CAN stream, or no DBC for its raw ones."""
+    return [d for part in _decode(f, dbc, messages, signals, window, source, None) for d in part]
+
+
+def decode_batches(f, dbc=None, messages=None, signals=None, window=None, source="auto", records=1 << 16):
+    """decode_file as a stream: yields lists of Decoded, each of about `records` frames
+    of one per-message stream or one bus (whole DATA frames), so memory is bounded by
+    the batch, not the file. Concatenated stream by stream (message by message for a
+    bus), they are decode_file's Decoded: the same rows in the same order, `rows`
+    indexing the bus's frames as there. Streams and buses come one after another, each
+    in its own time order, as in decode_file.
+
+    What needs a whole bus at once is decoded whole, as one batch: a bus with J1939
+    transport messages in its DBC (a transfer may span batches), a bus of several raw
+    bus streams or with `exclusive` sessions (their frames are merged by time), and a
+    per-message stream that takes frames from the raw bus stream (exclusive routing or
+    J1939 transfers)."""
+    if records < 1:
+        raise ValueError("records must be at least 1")
+    yield from _decode(f, dbc, messages, signals, window, source, records)
+
+
+def _decode(f, dbc, messages, signals, window, source, records):
+    """decode_file's work as lists of Decoded: one list per stream or bus when `records`
+    is None, else per batch of about that many frames (decode_batches)."""
     messages = set(messages) if messages else None
     signals = set(signals) if signals else None
     per_message = [s for s in f.streams.values() if is_message_stream(s)]
@@ -350,55 +399,77 @@ def decode_file(f, dbc=None, messages=None, signals=None, window=None, source="a
     if source == "messages" and not per_message:
         raise NothingToDecodeError("no per-message CAN streams in this file")
     if source == "messages" or (source == "auto" and dbc is None and per_message):
-        out = []
-        extra = None
-        for s in per_message:
-            meta = s.schema.meta_dict()
-            message = meta.get("logb.can.message", s.name)
-            if not _selected(s.name, message, messages):
-                continue
-            if signals is not None and not any(_wanted(g.name, message, signals) for g in signals_of(s.schema)):
-                continue
-            if extra is None:
-                extra = _exclusive_leftovers(f, window)
-                tp = _transport_leftovers(f, window)
-                for uuid, parts in tp.items():
-                    extra.setdefault(uuid, []).extend(parts)
-            # the payload bytes hold every signal: read them once, then extract
-            # the signals over the whole stream at a time
-            more = extra.get(s.uuid)
-            names = _payload_fields(s.schema)
-            if more is None:
-                axis, cols = _read(s, names, window)
-                data, missing = cols["data"], cols.get(layout.MISSING)
-            else:
-                axis, data, missing = _merge_leftovers(s, window, more, names)
-            if not len(axis):
-                continue
-            raw, phys, text, units = decode_payloads(s.schema, data, signals, message, missing)
-            d = Decoded(s.name, message, meta.get("logb.can.bus", ""), meta.get("logb.can.mux", ""),
-                        axis, s.schema.axis_exp, raw, phys, text, units, short=_short(missing),
-                        reassembled=sum(len(p[1]) for p in tp.get(s.uuid, ())))
-            out.append(d)
-        return out
+        yield from _decode_messages(f, per_message, messages, signals, window, records)
+        return
     groups = buses(f)
     if not groups:
         raise NothingToDecodeError("no CAN streams (raw bus or per-message) in this file")
-    out = []
     compiled_given = dbc if isinstance(dbc, CompiledDbc) else None
     for g in groups:
         s = g.streams[0]
         compiled = compiled_given
         if compiled is None:
-            source = dbc if dbc is not None else embedded_dbc(f, s)
-            if source is None:
+            text = dbc if dbc is not None else embedded_dbc(f, s)
+            if text is None:
                 raise NothingToDecodeError(f"raw bus stream {s.name!r}: no DBC given and none attached to the file; "
                                            f"give one with --dbc FILE.dbc")
-            compiled = compile_dbc(source, bus=s.name)
-        b = group_frames(f, g, window)
-        out += decode_frames(compiled, b.t, b.id, b.flags, b.data, messages, signals, b.axis_exp, bus=s.name,
-                             dlc=b.dlc, session=b.session)
-    return out
+            compiled = compile_dbc(text, bus=s.name)
+        whole = (records is None or len(g.streams) > 1 or g.exclusive_segments()
+                 or any(e.j1939 for e in compiled.entries))
+        if whole:
+            b = group_frames(f, g, window)
+            yield decode_frames(compiled, b.t, b.id, b.flags, b.data, messages, signals, b.axis_exp, bus=s.name,
+                                dlc=b.dlc, session=b.session)
+            continue
+        ticks = _ticks(window, s)
+        width = s.schema.field_named("data").bit_width // 8
+        base = 0  # frames of the bus before this batch: Decoded.rows index the whole bus
+        for chunk in frame_chunks(s, ticks, records):
+            axis, session, cols = frames_columns(s, chunk, RAW_FIELDS, ticks)
+            part = decode_frames(compiled, axis, cols["id"], cols["flags"], pad(cols["data"], width), messages,
+                                 signals, s.schema.axis_exp, bus=s.name, dlc=cols["dlc"], session=session,
+                                 transport=False)
+            for d in part:
+                d.rows = d.rows + base
+            base += len(axis)
+            if part:
+                yield part
+
+
+def _decode_messages(f, per_message, messages, signals, window, records):
+    extra = None
+    for s in per_message:
+        meta = s.schema.meta_dict()
+        message = meta.get("logb.can.message", s.name)
+        if not _selected(s.name, message, messages):
+            continue
+        if signals is not None and not any(_wanted(g.name, message, signals) for g in signals_of(s.schema)):
+            continue
+        if extra is None:
+            extra = _exclusive_leftovers(f, window)
+            tp = _transport_leftovers(f, window)
+            for uuid, parts in tp.items():
+                extra.setdefault(uuid, []).extend(parts)
+        # the payload bytes hold every signal: read them once, then extract
+        # the signals over the whole stream (or batch) at a time
+        more = extra.get(s.uuid)
+        names = _payload_fields(s.schema)
+        if more is not None:
+            pieces = [_merge_leftovers(s, window, more, names)]
+        elif records is None:
+            axis, _session, cols = _collect(s, names, window)
+            pieces = [(axis, cols["data"], cols.get(layout.MISSING))]
+        else:
+            ticks = _ticks(window, s)
+            pieces = ((axis, cols["data"], cols.get(layout.MISSING)) for axis, _session, cols in
+                      (frames_columns(s, chunk, names, ticks) for chunk in frame_chunks(s, ticks, records)))
+        for axis, data, missing in pieces:
+            if not len(axis):
+                continue
+            raw, phys, text, units = decode_payloads(s.schema, data, signals, message, missing)
+            yield [Decoded(s.name, message, meta.get("logb.can.bus", ""), meta.get("logb.can.mux", ""),
+                           axis, s.schema.axis_exp, raw, phys, text, units, short=_short(missing),
+                           reassembled=sum(len(p[1]) for p in tp.get(s.uuid, ())))]
 
 
 def _damaged_mirror(f):
@@ -480,19 +551,6 @@ def _payload_fields(schema):
     """The fields a per-message stream decodes from: `data`, and `missing` when the schema
     has it (streams written before it existed hold whole messages only)."""
     return ["data", layout.MISSING] if any(f.name == layout.MISSING for f in schema.fields) else ["data"]
-
-
-def _read(stream, names, window):
-    """(axis, {field: column}) of a stream: Stream.batches() concatenated, without
-    the per-record run and session columns Stream.columns() adds."""
-    parts = list(stream.batches(_ticks(window, stream), names))
-    if not parts:
-        none = np.zeros((0, stream.schema.record_size), np.uint8)
-        return np.zeros(0, np.int64), {n: bits.extract(none, stream.schema.field_named(n)) for n in names}
-    if len(parts) == 1:
-        return parts[0][1].axis, parts[0][1].raw
-    axis = np.concatenate([b.axis for _, b in parts])
-    return axis, {n: np.concatenate([b.raw[n] for _, b in parts]) for n in names}
 
 
 def _ticks(window, stream):
