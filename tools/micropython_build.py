@@ -9,7 +9,7 @@ Targets (default: all):
             (USER_C_MODULES=cbridge/micropython): native emitter, viper,
             `-X heapsize=64K`, VfsFat/VfsLfs2
     unix32  the same as a 32-bit (i386) program (MICROPY_FORCE_32BIT=1, Debian
-            gcc-multilib): a board's object sizes, small ints below 2**30 and
+            gcc-12-multilib): a board's object sizes, small ints below 2**30 and
             ticks that wrap at 2**30, so RAM budgets and allocation-free
             claims are the ones a Cortex-M sees
     mpy     mpy-cross from the same tree (the .mpy format this interpreter loads)
@@ -52,6 +52,7 @@ NATMOD_ARCHS = ("x64", "armv6m", "armv7emsp")
 UNIX_FLAGS = ("VARIANT=standard", "MICROPY_PY_BTREE=0", "MICROPY_PY_SSL=0", "MICROPY_PY_FFI=0",
               "FROZEN_MANIFEST=")
 QEMU_BOARD = "MPS2_AN385"
+X86_ASM = "/usr/include/x86_64-linux-gnu/asm"  # the kernel headers, the same for i386 and x86-64
 NATMOD_PYPI = ("pyelftools", "ar")  # what tools/mpy_ld.py imports (as elftools, ar)
 
 
@@ -190,9 +191,18 @@ def build_unix32(p):
     probe = subprocess.run(["gcc", "-m32", "-x", "c", "-o", os.devnull, "-"], input="int main(void){return 0;}",
                            capture_output=True, text=True)
     if probe.returncode != 0:
-        raise ToolMissing("gcc -m32 cannot link (Debian gcc-multilib) for the 32-bit unix port")
+        raise ToolMissing("gcc -m32 cannot link (Debian gcc-12-multilib) for the 32-bit unix port")
+    extra = []
+    if not pathlib.Path("/usr/include/asm").exists() and pathlib.Path(X86_ASM).is_dir():
+        # Debian's gcc-multilib (which conflicts with the aarch64 cross compiler the C
+        # kernels are checked with) only adds the /usr/include/asm link: make our own.
+        shim = p["base"] / "i386-include"
+        shim.mkdir(exist_ok=True)
+        if not (shim / "asm").exists():
+            (shim / "asm").symlink_to(X86_ASM)
+        extra = [f"CFLAGS_EXTRA=-isystem {shim}"]
     for folder, args in _steps(p, "unix32"):
-        _make(args, folder, log=p["base"] / "unix32.log")
+        _make(args + extra, folder, log=p["base"] / "unix32.log")
 
 
 def build_mpy(p):

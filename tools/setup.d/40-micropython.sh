@@ -6,14 +6,15 @@
 # about a minute the first time, then only what changed).
 # Debian packages for the qemu port, installed when missing (as root, tried once
 # per package set): newlib for arm-none-eabi-gcc, qemu-system-arm to run it, and
-# gcc-multilib for the 32-bit unix port (a board's int and object sizes).
+# gcc-12-multilib for the 32-bit unix port (a board's int and object sizes; not
+# gcc-multilib, which conflicts with the aarch64 cross compiler of 20-cbridge.sh).
 # A build that fails is reported here and again by every test that needs it.
 _logb_micropython() {
   local pkgs=()
   command -v arm-none-eabi-gcc >/dev/null 2>&1 || pkgs+=(gcc-arm-none-eabi binutils-arm-none-eabi)
   [ -e /usr/lib/arm-none-eabi/newlib ] || [ -e /usr/lib/arm-none-eabi/lib/libc.a ] || pkgs+=(libnewlib-arm-none-eabi)
   command -v qemu-system-arm >/dev/null 2>&1 || pkgs+=(qemu-system-arm)
-  echo 'int main(void){return 0;}' | gcc -m32 -x c -o /dev/null - >/dev/null 2>&1 || pkgs+=(gcc-multilib)
+  echo 'int main(void){return 0;}' | gcc -m32 -x c -o /dev/null - >/dev/null 2>&1 || pkgs+=(gcc-12-multilib)
   if [ "${#pkgs[@]}" -gt 0 ]; then
     local stamp="${VENV:-.venv}/.logb-mp-apt-tried-$(echo "${pkgs[*]}" | cksum | cut -d' ' -f1)"
     if [ ! -e "$stamp" ]; then
