@@ -57,7 +57,9 @@ MAX_FAILS = 8  # consecutive attempts without progress before giving up
 SAVE_EVERY = 4 << 20  # bytes between state saves (fsync + .part.json) ...
 SAVE_S = 1.0  # ... or seconds, whichever comes first
 REPLAY_MAX = 16 << 20  # FrameCheck holds at most this much since a SYNC; past it the scanner reads on
-BATCH = 64  # messages the writer thread takes at once, at most
+HANDOFF = 256 << 10  # bytes of checked messages handed to the writer thread at once (a slow link:
+HANDOFF_S = 0.25  # what came in this many seconds) ...
+BATCH = 64  # ... which takes at most this many handoffs at once
 _SYNC = int(FrameType.SYNC)  # (numpy compares a plain int fastest)
 
 
@@ -376,13 +378,20 @@ class Puller:
             try:
                 while have < target:
                     start, run, got = have, 0, 0
+                    batch, batched = [], 0  # checked messages not yet handed to the writer thread
+                    handoff_at = time.monotonic() + HANDOFF_S
                     try:
                         tag = self.cl.read_range(name, have, target - have)
                         for m in self.cl.stream(tag):
                             if m.type == P.R_DATA:
                                 run = m.crc  # checked: the device's CRC of the range so far
-                                sink.put(m.payload, (dcrc, start, run))
+                                batch.append(m.payload)
                                 n = len(m.payload)
+                                batched += n
+                                if batched >= HANDOFF or time.monotonic() >= handoff_at:
+                                    sink.put(batch, (dcrc, start, run))
+                                    batch, batched = [], 0
+                                    handoff_at = time.monotonic() + HANDOFF_S
                                 got += n
                                 have += n
                                 if bar is not None:
@@ -411,6 +420,8 @@ class Puller:
                         self.cl.close()
                         self.cl.reconnect(self.reconnect_s, self.say)
                     finally:
+                        if batch:
+                            sink.put(batch, (dcrc, start, run))
                         dcrc = P.crc32c_combine(dcrc, run, got)
                         sink.check()
                     fails = 0 if got else fails + 1
@@ -462,12 +473,13 @@ class _Sink(threading.Thread):
         self.local = local  # CRC-32C of the part file's [0, synced), read back
         self.mark = mark  # (device CRC before the range, range start, running CRC) at `written`
         self.saved_at = time.monotonic()
-        self.q = queue.Queue(maxsize=256)  # at most 256 messages (8 MiB at 32 KiB) in flight
+        self.q = queue.Queue(maxsize=32)  # at most 32 handoffs (8 MiB) in flight
         self.error = None
         self.start()
 
-    def put(self, payload, mark):
-        self.q.put((payload, mark))
+    def put(self, payloads, mark):
+        """Hand over checked messages' payloads; `mark` as it is after the last."""
+        self.q.put((payloads, mark))
 
     def check(self):
         if self.error is not None:
@@ -494,7 +506,7 @@ class _Sink(threading.Thread):
                     batch.pop()
                 if not batch:
                     continue
-                payloads = [payload for payload, _ in batch]
+                payloads = [p for payloads, _ in batch for p in payloads]
                 self.mark = batch[-1][1]
                 self.check_frames(*payloads)
                 self.f.write(payloads[0] if len(payloads) == 1 else b"".join(payloads))
