@@ -126,7 +126,7 @@ def count_floor(name, opts):
     # the bare struct.pack_into of each frame's record, in its stream's own format
     w, sink, clk = make(opts)
     raw = w._raw
-    route = [[w._exact.get(ids[i] | (1 << 31) if F[i] & 1 else ids[i], raw) for i in range(len(T))]
+    route = [[w._exact.get(ids[i] | (1 << 29) if F[i] & 1 else ids[i], raw) for i in range(len(T))]
              for T, ids, F, D in PIECES]
     buf = FLOOR
     lim = len(buf) - 96

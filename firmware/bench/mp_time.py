@@ -15,6 +15,8 @@ import struct
 import sys
 import time
 
+import micropython
+
 import logb
 from logb import crc
 
@@ -80,9 +82,16 @@ def writer_case(which, opts):
     w, clk = make(opts)
     feed(w, clk, 0, 1)  # warm-up lap: the first segment, every frame buffer touched
     p0 = w.position
-    t0 = time.ticks_us()
-    feed(w, clk, 1, LAPS)
-    return time.ticks_diff(time.ticks_us(), t0), w.position - p0
+    # locked, as a logger runs it: unlocked, every call whose frame exceeds the VM's 11 stack
+    # slots allocates it on the heap (and scans past this script's frame list to find room)
+    micropython.heap_lock()
+    try:
+        t0 = time.ticks_us()
+        feed(w, clk, 1, LAPS)
+        dt = time.ticks_diff(time.ticks_us(), t0)
+    finally:
+        micropython.heap_unlock()
+    return dt, w.position - p0
 
 
 def floor_plan(opts):
@@ -91,7 +100,7 @@ def floor_plan(opts):
     raw = w._raw
     plan = []
     for t, cid, fl, d in FRAMES:
-        s = w._exact.get(cid | (1 << 31) if fl & 1 else cid, raw) if not fl & ~1 else raw
+        s = w._exact.get(cid | (1 << 29) if fl & 1 else cid, raw) if not fl & ~1 else raw
         plan.append((s is raw, s.fmt, s.size, t, cid, fl, d))
     return plan
 
