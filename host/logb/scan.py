@@ -608,34 +608,38 @@ SOURCE_WINDOW = 8 << 20
 def iter_source_frames(source, report, recover=False, strict=False, window=None):
     """check_header then iter_frames over a logb.source.Source read a window
     at a time (source.readinto_at): bounded memory for a file of any size.
-    Yields (FrameRef, a view of its payload) and records damage in `report`
-    (with its header). The same events as the whole-buffer walk, except that
-    a frame longer than MAX_HELD_PAYLOAD is not waited for (damage, as when
-    fed; SPEC §10.3)."""
+    Yields (FrameRef, a view of its payload, valid until the next frame is
+    asked for) and records damage in `report` (with its header). The same
+    events as the whole-buffer walk, except that a frame longer than
+    MAX_HELD_PAYLOAD is not waited for (damage, as when fed; SPEC §10.3)."""
     scanner = FrameScanner(0, recover=recover, strict=strict)
     window = window or SOURCE_WINDOW
     size = source.size
-    base, tail = 0, b""
+    base, kept = 0, 0  # the window starts at `base`; its first `kept` bytes are the last one's tail
+    buf = bytearray(min(window, size))  # one buffer, reused: no fresh pages to fault in per window
     while True:
-        want = min(max(window, 2 * len(tail)), size - base - len(tail))  # a long frame: grow geometrically
-        buf = bytearray(len(tail) + max(want, 0))
-        buf[: len(tail)] = tail
-        got = source.readinto_at(base + len(tail), memoryview(buf)[len(tail) :])
-        final = got < want or base + len(buf) >= size  # the end, or a file that shrank under the reader
-        if got < want:
-            del buf[len(tail) + got :]
-        view = memoryview(buf)
-        for event in scanner._scan(buf, base, final):
-            if type(event) is FrameRef:
-                report.frames += 1
-                i = event.offset - base + FRAME_HEADER_SIZE
-                yield event, view[i : i + event.payload_len]
-            else:
-                report.record(event)
+        if kept * 2 > len(buf):  # a frame longer than half the window: grow it
+            buf = bytearray(buf[:kept]) + bytearray(kept + window)
+        room = min(len(buf), size - base) - kept
+        with memoryview(buf) as mv:
+            got = source.readinto_at(base + kept, mv[kept : kept + room])
+        final = got < room or base + kept + got >= size  # the end, or a file that shrank under the reader
+        if kept + got < len(buf):
+            buf = buf[: kept + got]  # a last, shorter window (a copy, once)
+        with memoryview(buf) as view:
+            for event in scanner._scan(buf, base, final):
+                if type(event) is FrameRef:
+                    report.frames += 1
+                    i = event.offset - base + FRAME_HEADER_SIZE
+                    yield event, view[i : i + event.payload_len]
+                else:
+                    report.record(event)
         if final:
             break
         keep = scanner._keep_from(base + len(buf))
-        tail, base = buf[keep - base :], keep
+        kept = base + len(buf) - keep
+        buf[:kept] = buf[keep - base :]  # the tail moves to the front; the buffer keeps its size
+        base = keep
     report.header = scanner.header
     if scanner.truncated_at is not None:
         report.truncated, report.truncated_at = True, scanner.truncated_at

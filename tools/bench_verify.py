@@ -1,0 +1,108 @@
+"""`logb verify` (C backend) against its floors on >= 1 GB files (issue 13).
+
+Floors, in the same run: codec none, read the file (16 MiB readinto windows)
+and CRC-32C it with the project's hardware kernel (crc32c_hw); zstd, the
+zstd decompression of every DATA frame's stored bytes (frames found by the
+same scan, not timed). Verify runs serial (--jobs 1) and on 2 threads.
+
+    tools/bench_verify.py [--bytes 1e9] [--runs 5]
+
+Prints a markdown table; the files are built under out/bench/ and deleted.
+"""
+
+import argparse
+import io
+import os
+import pathlib
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import bench  # noqa: E402
+
+import logb  # noqa: E402
+from logb import _backend  # noqa: E402
+from logb.cli.main import main as logb_main  # noqa: E402
+from logb.tables import Codec  # noqa: E402
+
+
+def best(fn, runs):
+    fn()
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return min(times), float(np.median(times))
+
+
+def floor_crc(path):
+    k = _backend.active
+    buf = memoryview(bytearray(16 << 20))
+    crc = 0
+    with open(path, "rb", buffering=0) as f:
+        while n := f.readinto(buf):
+            crc = k.crc32c(buf[:n], crc)
+    return crc
+
+
+def floor_zstd(path, frames):
+    import zstandard
+
+    d = zstandard.ZstdDecompressor()
+    with open(path, "rb", buffering=0) as f:
+        fd = f.fileno()
+        for start, end, raw in frames:
+            d.decompress(os.pread(fd, end - start, start), max_output_size=raw)
+
+
+def verify(path, jobs):
+    rc = logb_main(["verify", "--jobs", str(jobs), str(path)], out=io.StringIO())
+    if rc:
+        raise SystemExit(f"logb verify {path} returned {rc}")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--bytes", type=float, default=1e9)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--cache", type=pathlib.Path, default=bench.ROOT / "out" / "bench")
+    args = ap.parse_args(argv)
+    _backend.use("c")
+    d = bench.ensure_trace(args.cache, 1_000_000)
+    rec = np.fromfile(d / "trace.bin", bench.REC)
+    rows = []
+    for key, codec, transpose in (("none", Codec.none, False), ("zstd", Codec.zstd, True)):
+        small = args.cache / f"verify13-{key}.logb"
+        big = args.cache / f"verify13-{key}-big.logb"
+        bench.write_logb(small, rec, codec, transpose, 4096)
+        copies = -(-int(args.bytes) // (small.stat().st_size - bench.FILE_HEADER_SIZE))
+        bench.logb_cat([small] * copies, big)
+        try:
+            size = big.stat().st_size
+            if key == "none":
+                floor = best(lambda: floor_crc(big), args.runs)
+                what = "read + crc32c_hw"
+            else:
+                with logb.LogbFile(big) as f:
+                    frames = [(*fl.stored_slice, fl.header.raw_size) for _s, fl in f.data_frames()]
+                floor = best(lambda: floor_zstd(big, frames), args.runs)
+                what = "zstd-decompress every DATA frame"
+            v1 = best(lambda: verify(big, 1), args.runs)
+            v2 = best(lambda: verify(big, 2), args.runs)
+            gb = size / 1e9
+            rows.append(f"| {key}: {gb:.2f} GB | {gb / v1[0]:.2f} GB/s | {gb / v2[0]:.2f} GB/s | {what}: "
+                        f"{gb / floor[0]:.2f} GB/s | {floor[0] / v1[0]:.2f}× | {floor[0] / v2[0]:.2f}× | "
+                        f"{v1[0] / v2[0]:.2f}× |")
+        finally:
+            big.unlink()
+            small.unlink()
+    print("| file | verify --jobs 1 | verify --jobs 2 | floor | jobs 1 / floor | jobs 2 / floor | 2 cores / 1 |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    print("\n".join(rows))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
