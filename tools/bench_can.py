@@ -202,9 +202,10 @@ def check_same(d, logb_out, floor_out):
 # ---------------------------------------------------------------- peak RSS
 
 # A fresh interpreter per measurement: LogbFile + decode_batches (or decode_file),
-# keeping nothing; it reports its own ru_maxrss (never forked from this process).
+# keeping nothing. bench.py's tiny launcher starts it and reports its peak RSS (a
+# child forked from this large process would inherit this one's high-water mark).
 _RSS_WORKER = """
-import json, resource, sys, time
+import json, sys, time
 import logb
 from logb.can.decode import decode_batches, decode_file
 mode, source, path = sys.argv[1:4]
@@ -216,14 +217,13 @@ with logb.LogbFile(path) as f:
             rows += sum(len(d) for d in part)
     else:
         rows = sum(len(d) for d in decode_file(f, source=source))
-print(json.dumps({"rows": rows, "seconds": time.perf_counter() - t,
-                  "maxrss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
+print(json.dumps({"rows": rows, "seconds": time.perf_counter() - t}))
 """
 
 
 def rss(d, full, raw, copies):
     """[(file label, size, mode, copies, {rows, seconds, maxrss})]; the copies are deleted after."""
-    from bench import logb_cat
+    from bench import _LAUNCHER, logb_cat
 
     out = []
     for label, src, source in (("raw bus + DBC", raw, "raw"), ("per-message streams", full, "messages")):
@@ -233,8 +233,8 @@ def rss(d, full, raw, copies):
             try:
                 for mode in ("batches", "whole"):
                     log(f"can rss: {label} x{k} {mode} ...")
-                    r = subprocess.run([sys.executable, "-c", _RSS_WORKER, mode, source, str(path)],
-                                       stdout=subprocess.PIPE, text=True, check=True)
+                    r = subprocess.run([sys.executable, "-c", _LAUNCHER, sys.executable, "-c", _RSS_WORKER, mode,
+                                        source, str(path)], stdout=subprocess.PIPE, text=True, check=True)
                     out.append((label, path.stat().st_size, mode, k, json.loads(r.stdout.strip().splitlines()[-1])))
             finally:
                 path.unlink()
@@ -305,7 +305,7 @@ def section(res):
               "`logb.can.decode.decode_batches(f, source=...)` (lists of `Decoded` of about 65,536 frames "
               "each, consumed and dropped) against the whole `decode_file(f, source=...)`, on files of "
               "copies of the two Logb files above (`logb cat` semantics: one stream, many segments). Each "
-              "row is a fresh interpreter reporting its own peak RSS (`ru_maxrss`), which includes the "
+              "row is a fresh interpreter; its peak RSS is `ru_maxrss` as its launcher sees it, which includes the "
               "interpreter, numpy and cantools (importing cantools alone is ~95 MB here) and whatever of "
               "the file the source holds. Flat RSS as the file grows is the property; the goal is "
               "≤ 200 MB for a file 10× the machine's free memory.\n",
