@@ -139,7 +139,8 @@ def test_crc_can_be_forced_to_software(C):
         C.set_crc("fast")
 
 
-# A small file that reaches every kernel: CRCs, a transposed frame (packed,
+# A small file that reaches every kernel: CRCs, the scan kernel and a resync
+# past damage, a transposed frame (packed,
 # transposed, then read), every field kind and variable-length tails; each
 # public kernel of both backend objects counts its calls.
 _EXERCISE = """
@@ -148,7 +149,8 @@ import numpy as np
 import logb
 from logb import _backend, AxisKind, AxisMode, ByteOrder, DataType, Field, Schema
 
-KERNELS = ("crc32c", "crc32c_range", "extract", "pack", "gather", "transpose", "untranspose", "walk_tails")
+KERNELS = ("crc32c", "crc32c_range", "extract", "pack", "gather", "transpose", "untranspose", "walk_tails",
+           "scan_frames")
 calls = {}
 for k in filter(None, (_backend.PY, _backend.C)):
     for name in KERNELS:
@@ -172,7 +174,12 @@ with logb.LogbFile(path) as f:
     cols = f.stream("s").columns()
     assert f.report.clean and cols.raw["i"].tolist() == (-np.arange(n)).tolist()
 with open(path, "rb") as f:
-    logb.codecs.untranspose(f.read(), 3, 4)
+    data = f.read()
+logb.codecs.untranspose(data, 3, 4)
+# damage: the scan kernel stops at it, the resync search checks candidates' CRCs itself (crc32c_range)
+at = next(ev.offset for ev in logb.scan.FrameScanner().scan(data) if getattr(ev, "type", None) == 0x20) + 40
+with logb.LogbFile(data[:at] + bytes([data[at] ^ 1]) + data[at + 1:]) as f:
+    assert f.report.skipped
 print(json.dumps({"backend": logb.backend, "active": _backend.active.name, "crc": _backend.active.crc_impl,
                   "cffi_imported": "logb._cbridge" in sys.modules, "calls": calls}))
 """
@@ -190,7 +197,8 @@ def _exercise(tmp_path, **env):
     return json.loads(r.stdout)
 
 
-_KERNELS = ("crc32c", "crc32c_range", "extract", "pack", "gather", "transpose", "untranspose", "walk_tails")
+_KERNELS = ("crc32c", "crc32c_range", "extract", "pack", "gather", "transpose", "untranspose", "walk_tails",
+           "scan_frames")
 
 
 def test_forced_python_backend_never_loads_or_calls_c(tmp_path):
