@@ -8,8 +8,8 @@ value an INDEX claims. What cannot fail is skipped: no other field is
 extracted, and the axis range is proved from the axis field's width when it
 can be (extracted only when the width alone allows an overflow).
 
-The checks run in a thread pool (zstd, the C kernels and pread release the
-GIL); their outcomes are applied in validate's order (stream by stream, file
+The checks run in a thread pool when there is decompression to share out
+(zstd, the C kernels and pread release the GIL); their outcomes are applied in validate's order (stream by stream, file
 order within one), so every report is the serial one.
 """
 
@@ -21,7 +21,7 @@ from . import fields
 from .batch import I64_MAX, I64_MIN, _region, _walk_tails, axis_column, check_range
 from .errors import LogbError, MalformedPayloadError
 from .frames import pack_axis
-from .tables import AxisMode, DataType
+from .tables import AxisMode, Codec, DataType
 
 # Frames per task: enough that a task's overhead is small against its frames.
 _CHUNK = 16
@@ -97,7 +97,9 @@ def verify(f, jobs=1):
     claims = f._index_axes
     work = [(s, fl, fl.offset in claims) for s in f.streams.values() if s.schema is not None for fl in s.frames]
     chunks = [work[i : i + _CHUNK] for i in range(0, len(work), _CHUNK)]
-    if jobs > 1 and len(chunks) > 1:
+    # Threads pay only where a check runs outside the GIL (decompression); an
+    # uncompressed frame's check is a few µs of Python that threads would only contend for.
+    if jobs > 1 and len(chunks) > 1 and any(fl.header.codec != Codec.none for _s, fl, _c in work):
         pool = ThreadPoolExecutor(min(jobs, len(chunks)))
         try:
             _apply(f, work, (r for part in pool.map(_check_chunk, chunks) for r in part))
