@@ -182,3 +182,19 @@ def read_candump(path, limit=None):
             if limit and len(out) >= limit:
                 break
     return out
+
+
+def cpython_bytes(d, cfg, params):
+    """What CPython writes for the scenario in folder `d` (frames.bin, config.lbcf)
+    with `params`: the bytes every MicroPython run must equal."""
+    import io
+
+    import scenario
+
+    items = scenario.parse_frames((d / "frames.bin").read_bytes())
+    sink = io.BytesIO()
+    clock = scenario.Clock(items[0][0])
+    w, _, sen = scenario.make_writer(sink, str(d / "config.lbcf") if params.get("cfg_path") else cfg, params, clock)
+    scenario.feed(w, sen, items, clock, 0, len(items))
+    scenario.finish(w, clock)
+    return sink.getvalue()

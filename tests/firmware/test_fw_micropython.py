@@ -7,7 +7,6 @@ here is what only this port shows:
 - deflate compression (the unix and qemu builds' `deflate` only decompresses);
 - the simulated board (boards/sim: JS-side SD card and CAN replay, the demo)."""
 
-import io
 import json
 import subprocess
 import sys
@@ -18,7 +17,6 @@ import logb
 
 import fwload
 import fwtools
-import scenario
 
 pytestmark = pytest.mark.single_backend
 
@@ -32,16 +30,6 @@ def inputs(tmp_path_factory):
     (d / "config.lbcf").write_bytes(cfg)
     (d / "frames.bin").write_bytes(fwtools.encode_frames(fwtools.synth_frames(compiled, 16000)))
     return d, cfg, compiled
-
-
-def cpython_bytes(d, cfg, params):
-    items = scenario.parse_frames((d / "frames.bin").read_bytes())
-    sink = io.BytesIO()
-    clock = scenario.Clock(items[0][0])
-    w, _, sen = scenario.make_writer(sink, str(d / "config.lbcf") if params.get("cfg_path") else cfg, params, clock)
-    scenario.feed(w, sen, items, clock, 0, len(items))
-    scenario.finish(w, clock)
-    return sink.getvalue()
 
 
 def micropython_run(d, params, lib=None, tag="run"):
@@ -61,7 +49,7 @@ def test_deflate_under_micropython(inputs):
     (d / "config.lbcf").write_bytes(cfg_raw)
     try:
         res, packed = micropython_run(d, {"codec": "deflate", "lock": False, "sensor": False}, tag="deflate")
-        plain = cpython_bytes(d, cfg_raw, {"sensor": False})
+        plain = fwtools.cpython_bytes(d, cfg_raw, {"sensor": False})
     finally:
         (d / "config.lbcf").write_bytes(cfg)
     a = logb.LogbFile(plain).stream("can0").columns()

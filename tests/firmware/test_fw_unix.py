@@ -24,7 +24,6 @@ import logb
 import fwload
 import fwtools
 import mpreal
-import scenario
 
 pytestmark = pytest.mark.single_backend
 
@@ -44,16 +43,6 @@ def inputs(request, tmp_path_factory):
     (d / "frames.bin").write_bytes(fwtools.encode_frames(fwtools.synth_frames(compiled, 16000,
                                                                              start=START[bits])))
     return d, cfg, compiled, bits
-
-
-def cpython_bytes(d, cfg, params):
-    items = scenario.parse_frames((d / "frames.bin").read_bytes())
-    sink = io.BytesIO()
-    clock = scenario.Clock(items[0][0])
-    w, _, sen = scenario.make_writer(sink, str(d / "config.lbcf") if params.get("cfg_path") else cfg, params, clock)
-    scenario.feed(w, sen, items, clock, 0, len(items))
-    scenario.finish(w, clock)
-    return sink.getvalue()
 
 
 def unix_scenario(d, params, tmp_path, lib=None, heap="4M", bits=64):
@@ -84,7 +73,7 @@ def test_same_bytes_as_cpython(inputs, params, tmp_path):
     d, cfg, _, bits = inputs
     res, mp = unix_scenario(d, dict(params, lock=False), tmp_path, bits=bits)
     assert res["crc"] == "c" and res["errors"] == 0
-    assert mp == cpython_bytes(d, cfg, params)
+    assert mp == fwtools.cpython_bytes(d, cfg, params)
     f = logb.LogbFile(mp)
     assert f.report.clean and f.sessions[0].ended
     if params.get("mirror"):  # every frame in the raw bus stream, routed ones also in their message stream
@@ -102,7 +91,7 @@ def test_steady_state_runs_with_the_heap_locked(inputs, params, tmp_path):
     res, mp = unix_scenario(d, params, tmp_path, bits=bits)
     assert res["locked_ok"], "a steady-state call allocated (MemoryError under heap_lock)"
     assert res["data_frames"] >= 150 and res["rotations"] >= 3
-    assert mp == cpython_bytes(d, cfg, params)
+    assert mp == fwtools.cpython_bytes(d, cfg, params)
 
 
 def test_from_py_sources_same_bytes(inputs, tmp_path):
@@ -111,7 +100,7 @@ def test_from_py_sources_same_bytes(inputs, tmp_path):
     d, cfg, _, bits = inputs
     params = {"segment_bytes": 48000, "cfg_path": True}
     res, mp = unix_scenario(d, params, tmp_path, lib=fwload.FIRMWARE, bits=bits)
-    assert res["locked_ok"] and mp == cpython_bytes(d, cfg, params)
+    assert res["locked_ok"] and mp == fwtools.cpython_bytes(d, cfg, params)
 
 
 LOCKED_PATHS = ["raw_bus", "per_message", "sensor_pend_finish", "sensor_append", "loss_counters", "anchors",
@@ -283,7 +272,7 @@ def test_recording_with_each_crc_form(inputs, tmp_path, form):
     params = {"segment_bytes": 48000, "cfg_path": True, "lock": False, "crc": form}
     res, mp = unix_scenario(d, params, tmp_path, bits=bits)
     assert res["crc"] == form
-    assert mp == cpython_bytes(d, cfg, params)
+    assert mp == fwtools.cpython_bytes(d, cfg, params)
     assert logb.LogbFile(mp).report.clean
 
 
