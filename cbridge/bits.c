@@ -290,6 +290,25 @@ int logb_extract(const uint8_t *base, size_t n, size_t rs, size_t bs, uint32_t b
     return LOGB_OK;
 }
 
+/* Many fields of the same records in one call (a frame's columns, a CAN
+ * message's signals): field i goes to the element at outs[2i] (an address),
+ * elements outs[2i+1] bytes apart. Returns LOGB_OK, or the first invalid
+ * field's LOGB_EINVAL before anything is written. */
+int logb_extract_many(const uint8_t *base, size_t n, size_t rs, size_t bs, const logb_field_spec *specs,
+                      size_t count, const uintptr_t *outs)
+{
+    size_t i;
+    window_t w;
+    for (i = 0; i < count; i++)
+        if (field_window(specs[i].bit_offset, specs[i].width, specs[i].big, &w) != LOGB_OK
+            || check_kind(specs[i].kind, specs[i].width, 1) != LOGB_OK)
+            return LOGB_EINVAL;
+    for (i = 0; i < count; i++)
+        (void)logb_extract(base, n, rs, bs, specs[i].bit_offset, specs[i].width, specs[i].big, specs[i].kind,
+                           (void *)outs[2 * i], (size_t)outs[2 * i + 1]);
+    return LOGB_OK;
+}
+
 /* ---------------------------------------------------------------- pack */
 
 static inline uint64_t load_elem(const uint8_t *q, unsigned es, int sgn)

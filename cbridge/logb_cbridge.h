@@ -63,6 +63,18 @@ int logb_extract(const uint8_t *base, size_t n, size_t rs, size_t bs,
                  uint32_t bit_offset, uint32_t width, int big, int kind,
                  void *out, size_t ostride);
 
+/* Several fields of the same n records in one call: field i (a spec) into
+ * the elements at address outs[2*i], outs[2*i + 1] bytes apart, as
+ * logb_extract would. LOGB_EINVAL (nothing written) if any spec is invalid. */
+typedef struct {
+    uint32_t bit_offset;
+    uint32_t width;
+    int32_t big;
+    int32_t kind;
+} logb_field_spec;
+int logb_extract_many(const uint8_t *base, size_t n, size_t rs, size_t bs,
+                      const logb_field_spec *specs, size_t count, const uintptr_t *outs);
+
 /* The inverse: store in[i * istride bytes] (element of `kind`, sign-extended
  * when LOGB_KIND_SIGNED) into the field of each record, masked to the field
  * width; bits outside the field are left as they are. */

@@ -24,6 +24,10 @@ and these, each checking its own buffer as it takes hold of it:
   the run ended and `status` why (SCAN_END, SCAN_PAST_END, SCAN_CRC,
   SCAN_FULL: logb_cbridge.h's LOGB_SCAN_*).
 
+`plan(size, specs)` and `extract_many(records, plan, outs)` are `extract` of
+several fields of the same records in one call (a FieldPlan is checked once;
+the backend supplies `_extract_many`).
+
 The field kernels' `kind` and the tail walk's codes are logb_cbridge.h's
 (tests/test_cbridge.py checks the values against the built module).
 """
@@ -77,6 +81,17 @@ def check_scan(pos, base, cap, size):
 def check_size(have, count, size):
     if have < count * size:
         raise ValueError(f"{have} bytes, {count} records of {size} need {count * size}")
+
+
+class FieldPlan:
+    """Fields of `size`-byte records checked for extraction together (Kernels.plan).
+    `specs`: (offset, width, big, kind, out_offset) per field; a backend may keep
+    its own form of them in `native`."""
+
+    __slots__ = ("size", "specs", "native")
+
+    def __init__(self, size, specs):
+        self.size, self.specs, self.native = size, specs, None
 
 
 class Kernels:
@@ -139,6 +154,31 @@ class Kernels:
         if n:
             self._extract(records, offset, width, big, kind, out, out_offset)
         return out
+
+    def plan(self, size, specs):
+        """A FieldPlan: fields (offset, width, big, kind, out_offset) of `size`-byte
+        records, checked once, to extract together with extract_many."""
+        probe = np.empty((0, size), np.uint8)
+        specs = tuple((int(o), int(w), bool(b), int(k), int(oo)) for o, w, b, k, oo in specs)
+        for offset, width, _big, kind, _out_offset in specs:
+            self._check_field(probe, offset, width, kind, extracting=True)
+        return FieldPlan(size, specs)
+
+    def extract_many(self, records, plan, outs):
+        """extract() of every field of `plan` into the matching array of `outs`, in one call."""
+        records = self.records(records)
+        if records.shape[1] != plan.size:
+            raise ValueError(f"records of {records.shape[1]} bytes, the plan is for {plan.size}")
+        if len(outs) != len(plan.specs):
+            raise ValueError(f"{len(outs)} outputs for {len(plan.specs)} fields")
+        n = records.shape[0]
+        for out, spec in zip(outs, plan.specs):
+            self._check_items(out, n, spec[4], spec[3], "out")
+            if not out.flags.writeable:
+                raise ValueError("out is read-only")
+        if n and outs:
+            self._extract_many(records, plan, outs)
+        return outs
 
     def pack(self, records, offset, width, big, kind, values, in_offset=0):
         """Store `values` (1-D, one item per record; element `kind` at byte

@@ -125,6 +125,10 @@ class PyKernels(Kernels):
             v -= sign  # the two's complement bits of the sign-extended value
         dest[...] = v
 
+    def _extract_many(self, records, plan, outs):
+        for out, (offset, width, big, kind, out_offset) in zip(outs, plan.specs):
+            self._extract(records, offset, width, big, kind, out, out_offset)
+
     def _pack(self, records, offset, width, big, kind, values, in_offset):
         src = _element(values, in_offset, kind & KIND_SIZE_MASK, signed=bool(kind & KIND_SIGNED))
         v = src.astype(_U64)  # a signed element is sign-extended first

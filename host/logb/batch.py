@@ -5,9 +5,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _backend, codecs, fields
-from ._kernels import TAIL_LEFTOVER, TAIL_PAST_END, TAIL_PREFIX
+from ._kernels import KIND_SIGNED, TAIL_LEFTOVER, TAIL_PAST_END, TAIL_PREFIX
 from .errors import InvalidDataError
-from .tables import AxisMode, Codec, DataType, Filter
+from .tables import AxisMode, ByteOrder, Codec, DataType, Filter
 
 I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
 
@@ -55,8 +55,13 @@ def decode_batch(schema, header, stored, only=None, out=None, wide=False):
     data, fixed = _region(schema, header, stored)
     n, size = header.record_count, schema.record_size
     tails = _walk_tails(schema, data, n * size, n) if schema.variable_fields else {}
-    raw = {}
     dest = out[0] if out is not None else {}
+    plan = _plan(schema, only, wide)
+    if plan.kernel.specs:
+        batch = _decode_planned(schema, header, fixed, tails, dest, out, plan, n, wide)
+        if batch is not None:
+            return batch
+    raw = {}
     for f in schema.fields:
         if only is not None and f.name not in only:
             continue
@@ -71,6 +76,89 @@ def decode_batch(schema, header, stored, only=None, out=None, wide=False):
     axis_field = schema.fields[schema.axis_field] if schema.axis_mode == AxisMode.explicit else None
     known = raw.get(axis_field.name) if axis_field is not None and not axis_field.variable else None
     axis = axis_column(schema, header, fixed, out=out[1] if out is not None else None, axis_raw=known)
+    return Batch(n, header.run_id, raw, axis)
+
+
+@dataclass
+class _Plan:
+    """How decode_batch reads a schema's fixed fields: one field-kernel call for
+    those `fields.kernel_spec` takes (and the time axis when its field is an
+    integer whose scaled values, plus any base within i64, cannot overflow)."""
+
+    order: list  # (field, True when the kernel call fills its column) in schema order
+    kernel: object  # the FieldPlan: the planned fields, then the axis field if `axis_bounds`
+    axis_bounds: tuple = None  # (lowest, highest) raw value * axis_scale
+
+
+_PLANS = {}  # (id(schema), only, wide) -> (schema, _Plan); the schema is kept so the id stays its own
+_PLAN_CACHE = 256
+
+
+def _plan(schema, only, wide):
+    key = (id(schema), None if only is None else frozenset(only), wide)
+    hit = _PLANS.get(key)
+    if hit is not None and hit[0] is schema:
+        return hit[1]
+    order, specs = [], []
+    for f in schema.fields:
+        if only is not None and f.name not in only:
+            continue
+        spec = fields.kernel_spec(f, wide)
+        order.append((f, spec is not None))
+        if spec is not None:
+            specs.append((*spec, 0))
+    bounds = None
+    if schema.is_time and schema.axis_mode == AxisMode.explicit:
+        af = schema.fields[schema.axis_field]
+        w, signed = af.bit_width, af.data_type == DataType.sint
+        if not af.variable and (af.data_type == DataType.uint and w <= 63 or signed):
+            lo, hi = (-(1 << (w - 1)), (1 << (w - 1)) - 1) if signed else (0, (1 << w) - 1)
+            lo, hi = sorted((lo * schema.axis_scale, hi * schema.axis_scale))
+            bounds = (lo, hi)
+            specs.append((af.bit_offset, w, af.byte_order == ByteOrder.big, 8 | (KIND_SIGNED if signed else 0), 0))
+    plan = _Plan(order, _backend.active.plan(schema.record_size, specs), bounds)
+    if len(_PLANS) >= _PLAN_CACHE:
+        _PLANS.clear()
+    _PLANS[key] = (schema, plan)
+    return plan
+
+
+def _decode_planned(schema, header, fixed, tails, dest, out, plan, n, wide):
+    """decode_batch through one extract_many call; None when a destination cannot be
+    handed to the kernel as one item per record (the caller then extracts field by field)."""
+    raw, items = {}, []
+    for f, planned in plan.order:
+        if f.variable:
+            col = tails[f.name]
+            if f.name in dest:
+                dest[f.name][...] = col
+                col = dest[f.name]
+        elif planned:
+            col = fields.new_column(f, n, dest.get(f.name), wide)
+            view = fields.as_items(col)
+            if view is None:
+                return None
+            items.append(view)
+        else:
+            col = fields.extract(fixed, f, dest.get(f.name), wide)
+        raw[f.name] = col
+    axis = out[1] if out is not None else None
+    base = header.axis_base(schema.is_time)
+    direct = plan.axis_bounds is not None and I64_MIN <= base + plan.axis_bounds[0] \
+        and base + plan.axis_bounds[1] <= I64_MAX
+    if plan.axis_bounds is not None:
+        if axis is None:
+            axis = np.empty(n, np.int64)
+        items.append(axis)
+    _backend.active.extract_many(fixed, plan.kernel, items)
+    if direct:  # the axis field's value went straight into the axis: scale and add the base in place
+        u = axis.view(np.uint64)
+        if schema.axis_scale != 1:
+            np.multiply(u, np.uint64(schema.axis_scale % (1 << 64)), out=u)
+        np.add(u, np.uint64(base % (1 << 64)), out=u)
+    else:
+        af = schema.fields[schema.axis_field] if schema.axis_mode == AxisMode.explicit else None
+        axis = axis_column(schema, header, fixed, out=axis, axis_raw=raw.get(af.name) if af else None)
     return Batch(n, header.run_id, raw, axis)
 
 

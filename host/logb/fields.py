@@ -22,6 +22,8 @@ column wraps at its width: convert first (convert.physical computes in
 float64; cast with .astype(np.int64) for integer sums and differences).
 """
 
+import sys
+
 import numpy as np
 
 from . import _backend
@@ -30,6 +32,7 @@ from .errors import EncodeError, InvalidDataError
 from .tables import ByteOrder, DataType
 
 _U64 = np.uint64
+_LITTLE = sys.byteorder == "little"
 
 
 def get_bits(record, offset, width, big):
@@ -127,6 +130,46 @@ def extract(records, field, out=None, wide=False):
         k.extract(records, off + half, half, big, half // 8, col, half // 8)
         return col
     raise InvalidDataError(f"cannot extract data_type {dt}")
+
+
+def kernel_spec(field, wide=False):
+    """(offset, width, big, kind) of a fixed field whose column `extract` fills
+    with one field-kernel call (Kernels.plan, extract_many: integers, floats,
+    bools, and bytes of 1, 2, 4 or 8 on a little-endian host, whose
+    little-endian window is the bytes themselves), else None. A bytes column
+    (N, n) is then handed to the kernel as its 1-D view (as_items)."""
+    dt, off, w = field.data_type, field.bit_offset, field.bit_width
+    if field.variable:
+        return None
+    big = field.byte_order == ByteOrder.big
+    if dt in (DataType.uint, DataType.sint):
+        signed = dt == DataType.sint
+        return off, w, big, int_dtype(w, signed, wide).itemsize | (KIND_SIGNED if signed else 0)
+    if dt == DataType.float:
+        return off, w, big, w // 8
+    if dt == DataType.bool:
+        return off, w, big, 1 | KIND_BOOL
+    if dt == DataType.bytes and w in (8, 16, 32, 64) and off % 8 == 0 and _LITTLE:
+        return off, w, False, w // 8
+    return None
+
+
+def as_items(col):
+    """A column as the 1-D array of one item per record that kernel_spec's call fills
+    (a bytes column's rows as one unsigned integer each), or None when it cannot be."""
+    if col.ndim == 1:
+        return col
+    if not col.flags.c_contiguous:
+        return None
+    items = col.view(_UINTS[col.shape[1].bit_length() - 1])[:, 0]
+    return items if items.flags.aligned else None
+
+
+def new_column(field, n, out=None, wide=False):
+    """The array `extract` fills for n records of `field`: `out`, checked to have its
+    dtype and shape (TypeError otherwise), or a new one."""
+    dtype, extra = column_dtype(field, wide)
+    return _target(out, (n, *extra), dtype)
 
 
 def decode_strings(chunks):
