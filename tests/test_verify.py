@@ -14,6 +14,8 @@ import pytest
 import _frames
 import logb
 from logb.cli.main import main
+from logb import source
+from logb._kernels import field_window
 from logb.tables import Codec
 from logb.verify import verify
 from test_recovery import build
@@ -115,3 +117,60 @@ def test_the_axis_range_verdict_is_validates(width, signed, scale, values, base,
     want = _outcome(data, "validate")
     assert any(s[2] for s in want[2]) == rejected
     assert _outcome(data, 1) == want
+
+
+def _indexed(fields, columns, frames=4, codec=Codec.none, record_bits=None):
+    """An indexed file: `frames` DATA frames of an explicit time axis (field 0), codec `codec`, no filter."""
+    schema = logb.Schema(
+        uuid=logb.stream_uuid("test", "ix"), name="ix", record_bits=record_bits or sum(f.bit_width for f in fields),
+        axis_kind=logb.AxisKind.time, axis_mode=logb.AxisMode.explicit, axis_exp=-6, axis_unit="s",
+        axis_scale=1, axis_field=0, fields=tuple(fields))
+    buf = io.BytesIO()
+    with logb.Writer(buf, time_base="relative") as w:
+        s = w.add_stream(schema, codec=codec, transpose=False)
+        for k in range(frames):
+            s.write_batch(columns(k), axis_base=1000 * k)
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("order", [logb.ByteOrder.little, logb.ByteOrder.big])
+@pytest.mark.parametrize("width, signed", [(13, True), (13, False), (62, True), (64, False)])
+def test_an_index_claim_is_checked_without_reading_the_frame(order, width, signed):
+    # An unaligned axis field (3 bits in; 62 and 64 bits span 9 bytes) of each
+    # order: the first value read from one record's bytes must be the one decoding gives.
+    dt = logb.DataType.sint if signed else logb.DataType.uint
+    fields = [logb.Field("t", 3, width, dt, order)]
+    rng = np.random.default_rng(width)
+    vals = [np.sort(rng.integers(-1000 if signed else 0, 1000, 5)).astype(np.int64 if signed else np.uint64)
+            for _ in range(4)]
+    data = _indexed(fields, lambda k: {"t": vals[k]}, record_bits=width + 3)
+    at = [o for o, t, _s, _n in _frames.walk(data) if t == 0x20]
+    want = _outcome(data, "validate")
+    assert all(want[3].values())  # the INDEX agrees
+    assert _outcome(data, 1) == want
+    # the second frame's first record starts one tick off what the INDEX says: its lowest bit flipped
+    b0, k, shift = field_window(3, width, order == logb.ByteOrder.big)
+    low = at[1] + 8 + 28 + (b0 + k - 1 if order == logb.ByteOrder.big else b0)
+    moved = _frames.patch(data, low, 0, bytes([data[low] ^ 1 << shift]), fix_crc=False)
+    moved = _frames.refit_crc(moved, at[1])
+    want = _outcome(moved, "validate")
+    assert not all(want[3].values())
+    assert _outcome(moved, 1) == _outcome(moved, 2) == want
+
+
+def test_a_file_that_shrank_after_the_scan_is_read_as_validate_reads_it(tmp_path, monkeypatch):
+    monkeypatch.setattr(source, "HOLD_MAX", 0)  # read a frame at a time, as a file too large to hold is
+    fields = [logb.Field("t", 0, 16, logb.DataType.uint)]
+    data = _indexed(fields, lambda k: {"t": np.arange(10, dtype=np.uint64)}, frames=6)
+    last = [o for o, t, _s, _n in _frames.walk(data) if t == 0x20][-1]
+    path = tmp_path / "f.logb"
+    verdicts = []
+    for how in ("validate", 1, 2):
+        path.write_bytes(data)
+        with logb.LogbFile(path) as f:
+            with open(path, "r+b") as g:
+                g.truncate(last + 40)  # inside the last DATA frame
+            (f.validate() if how == "validate" else verify(f, how))
+            verdicts.append(sorted((s.records, s.rejected, s.rejections) for s in f.streams.values()))
+    assert verdicts[0][0][1] == 10  # validate saw it: the last frame's records are rejected
+    assert verdicts[1] == verdicts[2] == verdicts[0]
