@@ -18,6 +18,14 @@ Targets (default: all):
     qemu    the qemu port for MPS2_AN385 (Cortex-M3) with `logbc` built in and
             firmware/logb frozen in (firmware/manifest.py)
 
+Built only when named (not part of "all": not a test dependency of every run):
+    qemu-repl  the same board as a plain board a user flashes: no logb frozen in,
+            littlefs (MICROPY_VFS_LFS2) and a frozen _boot.py, run after every
+            (soft) reset, that mounts a 512 KiB RAM disk at / with /lib on
+            sys.path; the disk lives in the SSRAM2/3 bank (0x20000000), outside
+            the GC heap, so it outlasts soft resets for as long as qemu runs.
+            `logb flash` is tested against it over a pseudo-terminal
+
 The cache lives in $LOGB_MP_CACHE (default ~/.cache/logb/micropython), one
 folder per key: the tarball's hash and the hash of the cbridge sources, so a
 C edit builds a fresh tree. Inside a key, make runs incrementally: the qemu
@@ -47,11 +55,52 @@ USER_MODULES = CBRIDGE / "micropython"
 NATMOD = USER_MODULES / "natmod"
 FIRMWARE = ROOT / "firmware"
 TARGETS = ("unix", "unix32", "mpy", "natmod", "qemu")
+EXTRA_TARGETS = ("qemu-repl",)
 NATMOD_ARCHS = ("x64", "armv6m", "armv7emsp")
 # What the shared tree lacks (mbedtls, berkeley-db, libffi) is switched off.
 UNIX_FLAGS = ("VARIANT=standard", "MICROPY_PY_BTREE=0", "MICROPY_PY_SSL=0", "MICROPY_PY_FFI=0",
               "FROZEN_MANIFEST=")
 QEMU_BOARD = "MPS2_AN385"
+QEMU_REPL_PORT = "qemu-logb-repl"  # a copy of ports/qemu whose main() runs the frozen _boot.py
+# The RAM disk of qemu-repl: MPS2-AN385's SSRAM2/3 bank, which the port's linker script leaves unused.
+QEMU_REPL_BOOT = """\
+# Frozen into the qemu-repl image (tools/micropython_build.py): a RAM disk at /, kept across soft resets.
+import sys
+import uctypes
+import vfs
+
+_BS = 1024
+_N = 512
+
+
+class RAMDisk:
+    def __init__(self):
+        self.mem = memoryview(uctypes.bytearray_at(0x20000000, _BS * _N))
+
+    def readblocks(self, n, buf, off=0):
+        a = n * _BS + off
+        buf[:] = self.mem[a:a + len(buf)]
+
+    def writeblocks(self, n, buf, off=0):
+        a = n * _BS + off
+        self.mem[a:a + len(buf)] = buf
+
+    def ioctl(self, op, arg):
+        if op == 4:
+            return _N
+        if op == 5:
+            return _BS
+        return 0
+
+
+_disk = RAMDisk()
+try:
+    vfs.mount(vfs.VfsLfs2(_disk), "/")
+except OSError:
+    vfs.VfsLfs2.mkfs(_disk)
+    vfs.mount(vfs.VfsLfs2(_disk), "/")
+sys.path.append("/lib")
+"""
 X86_ASM = "/usr/include/x86_64-linux-gnu/asm"  # the kernel headers, the same for i386 and x86-64
 NATMOD_PYPI = ("pyelftools", "ar")  # what tools/mpy_ld.py imports (as elftools, ar)
 
@@ -112,6 +161,8 @@ def paths(k=None):
         "natmod": {a: base / "natmod" / a / "logbc.mpy" for a in NATMOD_ARCHS},
         "qemu": tree / "ports" / "qemu" / f"build-{QEMU_BOARD}" / "firmware.elf",
         "qemu_stamp": base / "qemu.firmware-hash",
+        "qemu-repl": tree / "ports" / QEMU_REPL_PORT / f"build-{QEMU_BOARD}" / "firmware.elf",
+        "qemu-repl_stamp": base / "qemu-repl.hash",
     }
 
 
@@ -240,13 +291,52 @@ def build_qemu(p):
     p["qemu_stamp"].write_text(want)
 
 
-BUILDERS = {"unix": build_unix, "unix32": build_unix32, "mpy": build_mpy, "natmod": build_natmod, "qemu": build_qemu}
+def qemu_repl_steps(p):
+    """(folder, make arguments) of the qemu-repl image, after writing its port copy and manifest."""
+    port = p["tree"] / "ports" / QEMU_REPL_PORT
+    if not (port / "Makefile").exists():
+        tmp = port.with_name(port.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.copytree(p["tree"] / "ports" / "qemu", tmp, ignore=shutil.ignore_patterns("build-*"))
+        os.replace(tmp, port)
+    src = (p["tree"] / "ports" / "qemu" / "main.c").read_text()
+    hook = "        mp_init();\n"
+    if hook not in src:
+        raise BuildError("ports/qemu/main.c: no `mp_init();` line to run _boot.py after")
+    # No RTC on the board: littlefs stamps files with the epoch.
+    src = (src.replace(hook, hook + '        pyexec_frozen_module("_boot.py", false);\n', 1)
+           + '\n#include "py/mphal.h"\nuint64_t mp_hal_time_ns(void) {\n    return 0;\n}\n')
+    frozen = p["base"] / "qemu-repl"
+    frozen.mkdir(exist_ok=True)
+    for path, text in ((port / "main.c", src), (frozen / "_boot.py", QEMU_REPL_BOOT),
+                       (frozen / "manifest.py", f"freeze({str(frozen)!r}, '_boot.py')\n")):
+        if not path.exists() or path.read_text() != text:  # unchanged files keep their mtime: make stays quiet
+            path.write_text(text)
+    return port, [f"BOARD={QEMU_BOARD}", f"FROZEN_MANIFEST={frozen / 'manifest.py'}", "MICROPY_VFS_LFS2=1"]
+
+
+def build_qemu_repl(p):
+    _need("make", "the qemu port")
+    _need("arm-none-eabi-gcc", "the qemu port (Debian gcc-arm-none-eabi, libnewlib-arm-none-eabi)")
+    if not p["mpy"].exists():
+        build_mpy(p)
+    folder, args = qemu_repl_steps(p)
+    want = hashlib.sha256(QEMU_REPL_BOOT.encode() + (folder / "main.c").read_bytes()
+                          + " ".join(args).encode()).hexdigest()[:12]
+    if p["qemu-repl"].exists() and p["qemu-repl_stamp"].exists() and p["qemu-repl_stamp"].read_text() == want:
+        return
+    _make(args, folder, log=p["base"] / "qemu-repl.log")
+    p["qemu-repl_stamp"].write_text(want)
+
+
+BUILDERS = {"unix": build_unix, "unix32": build_unix32, "mpy": build_mpy, "natmod": build_natmod, "qemu": build_qemu,
+            "qemu-repl": build_qemu_repl}
 
 
 def _built(p, target):
     if target == "natmod":
         return all(f.exists() for f in p["natmod"].values())
-    if target == "qemu":
+    if target in ("qemu", "qemu-repl"):
         return False  # always asks make (incremental): the frozen firmware may have changed
     return p[target].exists()
 
@@ -255,7 +345,7 @@ def ensure(*targets):
     """Build the targets that are missing or stale; return paths()."""
     for t in targets:
         if t not in BUILDERS:
-            raise BuildError(f"unknown target {t!r} (one of {', '.join(TARGETS)})")
+            raise BuildError(f"unknown target {t!r} (one of {', '.join(TARGETS + EXTRA_TARGETS)})")
     p = paths()
     p["base"].mkdir(parents=True, exist_ok=True)
     with open(p["base"].parent / f"{p['base'].name}.lock", "w") as lock:
@@ -286,7 +376,8 @@ def _prune(keep):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("targets", nargs="*", metavar="TARGET", help=f"any of {', '.join(TARGETS)} (default: all)")
+    ap.add_argument("targets", nargs="*", metavar="TARGET",
+                    help=f"any of {', '.join(TARGETS + EXTRA_TARGETS)} (default: all but {', '.join(EXTRA_TARGETS)})")
     ap.add_argument("--print", action="store_true", help="print the artefacts' paths as JSON and exit")
     a = ap.parse_args(argv)
     if a.print:
