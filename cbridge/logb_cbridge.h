@@ -129,6 +129,22 @@ size_t logb_scan_frames(const uint8_t *buf, size_t len, size_t pos, uint64_t bas
                         logb_crc_fn crc, logb_frame *table, size_t cap,
                         size_t *stop, int *status);
 
+/* ------------------------------------------------------------------ group
+ * Rows by group (decode.c): a stable counting sort of the n rows by
+ * group[i] (0..ngroups-1; ngroups or more leaves the row out). starts
+ * (ngroups + 1 entries) receives where each group begins and, last, how many
+ * rows were kept; rows (NULL: not wanted) their indices, group by group in row
+ * order. Each of the ncols columns is three entries of cols: a source of n
+ * items, a destination for the kept ones, the item size in bytes; it is moved
+ * in the same order. Returns the number of rows kept. */
+size_t logb_group_rows(const uint32_t *group, size_t n, size_t ngroups, uint64_t *starts, int64_t *rows,
+                       size_t ncols, const uintptr_t *cols);
+
+/* A linear conversion (SPEC §7.3) in one pass (decode.c): out[i] = a + (b * x),
+ * x raw element i (of `kind`: size 1, 2, 4 or 8, LOGB_KIND_SIGNED for signed) as
+ * the nearest double. LOGB_EINVAL for another kind. */
+int logb_linear(const void *raw, size_t n, int kind, double a, double b, double *out);
+
 #ifdef __cplusplus
 }
 #endif

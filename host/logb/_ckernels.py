@@ -114,6 +114,18 @@ class CKernels(Kernels):
             return rc, end[0], [], []
         return rc, end[0], offs.tolist(), (offs + lens).tolist()
 
+    # ---------------------------------------------------------------- group
+    def _group_rows(self, group, ngroups, starts, rows, columns, moved):
+        cols = []
+        for src, dst in zip(columns, moved):
+            cols += (src.__array_interface__["data"][0], dst.__array_interface__["data"][0], src.strides[0])
+        self.lib.logb_group_rows(self._ptr(group, 0, "uint32_t *"), group.shape[0], ngroups,
+                                 self._ptr(starts, 0, "uint64_t *"), self._ptr(rows, 0, "int64_t *"), len(columns),
+                                 self.ffi.new("uintptr_t[]", cols))
+
+    def _linear(self, raw, kind, a, b, out):
+        self.lib.logb_linear(self._ptr(raw, 0, "void *"), raw.shape[0], kind, a, b, self._ptr(out, 0, "double *"))
+
     # ---------------------------------------------------------------- scan
     def _scan_frames(self, buf, pos, base, cap):
         # cffi releases the GIL around the call: other threads run while it walks

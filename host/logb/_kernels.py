@@ -24,6 +24,10 @@ and these, each checking its own buffer as it takes hold of it:
   the run ended and `status` why (SCAN_END, SCAN_PAST_END, SCAN_CRC,
   SCAN_FULL: logb_cbridge.h's LOGB_SCAN_*).
 
+`group_rows(group, ngroups, columns)`: rows (and columns) grouped by a group
+number per row, a stable counting sort (the backend's `_group_rows`);
+`linear(raw, a, b)`: a linear conversion of an integer column (`_linear`).
+
 `plan(size, specs)` and `extract_many(records, plan, outs)` are `extract` of
 several fields of the same records in one call (a FieldPlan is checked once;
 the backend supplies `_extract_many`).
@@ -204,6 +208,42 @@ class Kernels:
             raise ValueError(f"out must be a writable C-contiguous ({n}, {nbytes}) uint8 array")
         if n and nbytes:
             self._gather(records, byte0, nbytes, out)
+        return out
+
+    # ---------------------------------------------------------------- group
+    def group_rows(self, group, ngroups, columns=()):
+        """Rows by group, a stable counting sort (decode.c): `group` is a uint32 group
+        number per row (ngroups or more: left out); returns (starts, rows, moved):
+        group g's rows are rows[starts[g]:starts[g + 1]] (int64 indices, in row
+        order) and moved[c][starts[g]:starts[g + 1]] are theirs of columns[c] (arrays
+        of one C-contiguous item per row)."""
+        if not isinstance(group, np.ndarray) or group.dtype != np.uint32 or group.ndim != 1 \
+                or not group.flags.c_contiguous:
+            raise TypeError("group must be a C-contiguous 1-D uint32 array")
+        if ngroups < 0:
+            raise ValueError("ngroups must not be negative")
+        n = group.shape[0]
+        for c in columns:
+            if not isinstance(c, np.ndarray) or c.ndim < 1 or c.shape[0] != n or not c.flags.c_contiguous:
+                raise ValueError("every column must be a C-contiguous array of one item per row")
+        total = int(np.count_nonzero(group < ngroups)) if n else 0
+        starts = np.zeros(ngroups + 1, np.int64)
+        rows = np.empty(total, np.int64)
+        moved = [np.empty((total, *c.shape[1:]), c.dtype) for c in columns]
+        if total:
+            self._group_rows(group, ngroups, starts, rows, columns, moved)
+        return starts, rows, moved
+
+    def linear(self, raw, a, b):
+        """float64 a + (b * x) of every x of an integer column (SPEC §7.3: x the nearest
+        double; two roundings), in one pass."""
+        if not isinstance(raw, np.ndarray) or raw.ndim != 1 or raw.dtype.kind not in "iu" \
+                or not raw.dtype.isnative or not raw.flags.c_contiguous:
+            raise TypeError("raw must be a C-contiguous 1-D native integer array")
+        out = np.empty(raw.shape[0], np.float64)
+        if raw.shape[0]:
+            self._linear(raw, raw.itemsize | (KIND_SIGNED if raw.dtype.kind == "i" else 0), float(a), float(b),
+                         out)
         return out
 
     # ---------------------------------------------------------------- scan

@@ -180,6 +180,21 @@ class PyKernels(Kernels):
             return TAIL_LEFTOVER, pos, [], []
         return TAIL_OK, pos, starts, ends
 
+    # ---------------------------------------------------------------- group
+    def _group_rows(self, group, ngroups, starts, rows, columns, moved):
+        kept = np.flatnonzero(group < ngroups)
+        g = group[kept]
+        rows[...] = kept[np.argsort(g, kind="stable")]
+        np.cumsum(np.bincount(g, minlength=ngroups), out=starts[1:])
+        for src, dst in zip(columns, moved):
+            dst[...] = src[rows]
+
+    def _linear(self, raw, kind, a, b, out):
+        out[...] = raw  # the nearest double of each value
+        with np.errstate(all="ignore"):
+            out *= b
+            out += a
+
     # ---------------------------------------------------------------- scan
     def _scan_frames(self, buf, pos, base, cap):
         rows = []

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import convert
+from .. import _backend, convert
 from ..errors import NothingToDecodeError
 from ..tables import ConversionType
 from .. import fields as bits
@@ -163,6 +163,70 @@ def route_rows(entries, keys, payloads, usable=None):
     return out
 
 
+_NO_KEY = np.uint32(0xFFFFFFFF)  # above every key (29-bit id | bit 31): rows that are not data frames
+
+
+def _route_grouped(entries, keys, usable, data, axis, lengths):
+    """route_rows with each stream's columns moved along: {entry index: (rows, payloads,
+    axis, lengths or None)}, rows in order. The rows of every id with a candidate stream
+    are grouped in one counting sort (Kernels.group_rows), so an id's columns are
+    slices; multiplexer branches and streams taking several ids select from those."""
+    data = np.ascontiguousarray(data)
+    k = keys if usable is None or usable.all() else np.where(usable, keys, _NO_KEY)
+    std = k < _STD_LIMIT
+    all_std = bool(std.all())
+    present = np.flatnonzero(np.bincount(k if all_std else k[std], minlength=_STD_LIMIT))
+    ext = np.zeros(0, np.uint32) if all_std else np.unique(k[~std])
+    ext = ext[ext != _NO_KEY]
+    cands, std_lut, ext_groups = [], np.full(_STD_LIMIT, np.iinfo(np.uint32).max, np.uint32), []
+    for key in np.concatenate([present.astype(np.uint32), ext]).tolist():
+        found = [i for i, e in enumerate(entries) if (key & e.match_mask) == e.match_id]
+        if found:
+            if key < _STD_LIMIT:
+                std_lut[key] = len(cands)
+            else:
+                ext_groups.append(key)
+            cands.append(found)
+    if all_std:
+        group = std_lut[k]
+    else:
+        group = np.full(len(k), len(cands), np.uint32)
+        group[std] = std_lut[k[std]]
+        if ext_groups:
+            ext_keys = np.array(ext_groups, np.uint32)
+            rest = np.flatnonzero(~std)
+            at = np.minimum(np.searchsorted(ext_keys, k[rest]), len(ext_keys) - 1)
+            hit = ext_keys[at] == k[rest]
+            group[rest[hit]] = (len(cands) - len(ext_keys)) + at[hit]
+    columns = [data, axis] + ([] if lengths is None else [lengths])
+    starts, rows, moved = _backend.active.group_rows(group, len(cands), columns)
+    found = {}
+    for g, entry_ids in enumerate(cands):
+        lo, hi = int(starts[g]), int(starts[g + 1])
+        part = (rows[lo:hi], *(m[lo:hi] for m in moved))
+        for i in entry_ids:
+            mux = entries[i].mux
+            if mux is None:
+                found.setdefault(i, []).append(part)
+                break
+            sel = mux.select_rows(pad(part[1], entries[i].payload_len))
+            if sel.any():
+                found.setdefault(i, []).append(tuple(c[sel] for c in part))
+                part = tuple(c[~sel] for c in part)
+            if not len(part[0]):
+                break
+    out = {}
+    for i, parts in found.items():
+        if len(parts) == 1:
+            got = parts[0]
+        else:  # several ids (or branches) of one stream: back in row order
+            got = tuple(np.concatenate(c) for c in zip(*parts))
+            order = np.argsort(got[0], kind="stable")
+            got = tuple(c[order] for c in got)
+        out[i] = got if lengths is not None else (*got, None)
+    return out
+
+
 # ---------------------------------------------------------------- signal columns
 
 def _wanted(sig_name, message, signals):
@@ -182,6 +246,8 @@ def signal_columns(sig, raw):
     conv = sig.numeric
     if conv.is_identity:
         phys = raw
+    elif conv.type == ConversionType.linear and raw.dtype.kind in "iu" and raw.flags.c_contiguous:
+        phys = _backend.active.linear(raw, *conv.coeffs)  # SPEC §7.3 in one pass
     elif conv.type == ConversionType.linear:
         # SPEC §7.3: a + (b*x), x the nearest double; computed in place (same IEEE result)
         a, b = conv.coeffs
@@ -274,23 +340,25 @@ def decode_frames(compiled, axis, ids, flags, data, messages=None, signals=None,
     usable = data_frames(flags)
     entries = compiled.entries
     wanted = [i for i, e in enumerate(entries) if _selected(e.name, e.message, messages)]
-    routed = route_rows(entries, keys, data, usable)
+    axis = np.asarray(axis)
+    routed = _route_grouped(entries, keys, usable, data, axis, lengths)
     tp = None
     if transport and any(e.j1939 for e in entries):
         tp = _j1939_messages(entries, axis, ids, flags, dlc, data, axis_exp, session)
-    axis = np.asarray(axis)
     out = []
     for i in wanted:
-        rows = routed.get(i)
+        got = routed.get(i)
         more = tp.get(i) if tp else None
-        if rows is None and more is None:
+        if got is None and more is None:
             continue
         e = entries[i]
         if signals is not None and not any(_wanted(g.name, e.message, signals) for g in signals_of(e.schema)):
             continue
-        rows = np.zeros(0, np.int64) if rows is None else rows
-        missing = None if lengths is None else _missing(e.payload_len, lengths[rows])
-        payloads, t = pad(gather(data, rows), e.payload_len), axis[rows]
+        if got is None:
+            got = (np.zeros(0, np.int64), data[:0], axis[:0], None if lengths is None else lengths[:0])
+        rows, payloads, t, lens = got
+        missing = None if lengths is None else _missing(e.payload_len, lens)
+        payloads = pad(payloads, e.payload_len)
         if more is not None:  # multi-packet messages in time order among the frames (frames first on a tie)
             m_rows, m_t, m_payloads, m_missing = more
             order = np.argsort(np.concatenate([t, m_t]), kind="stable")
