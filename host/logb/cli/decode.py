@@ -431,8 +431,10 @@ def _parquet(path, names, data, meta):
 
 # ---------------------------------------------------------------- streaming: batch by batch
 
-# Rows decoded at a time over all sources together (split between them): what bounds memory.
+# Rows decoded at a time over all sources together (split between them), and cells of the
+# table built at a time (a wide table's rows are as many as its columns allow): what bounds memory.
 BATCH_ROWS = 1 << 18
+WRITE_CELLS = 1 << 21
 
 
 @dataclass
@@ -784,6 +786,9 @@ def _long_chunk(pieces, times_dtype):
     return [c[order] for c in cat]
 
 
+_CSV_CELLS = 1 << 16
+
+
 class _CsvOut:
     def __init__(self, path, names, digits):
         self.fh = open(path, "w", newline="")
@@ -792,7 +797,9 @@ class _CsvOut:
         self.digits = digits
 
     def write(self, data):
-        self.w.writerows(zip(*[_cells(c, self.digits) for c in data]))
+        step = max(_CSV_CELLS // len(data), 1)  # the cells as Python objects: a few rows at a time
+        for lo in range(0, len(data[0]), step):
+            self.w.writerows(zip(*[_cells(c[lo:lo + step], self.digits) for c in data]))
 
     def close(self):
         self.fh.close()
@@ -879,17 +886,31 @@ def _stream(path, fmt, f, plan, sv, chosen, sigs, window, args, basis):
     sources = _sources(f, plan, chosen, sigs, window, _records(len(plan.streams) or len(plan.groups)))
     try:
         held, count = [], 0
+        step = max(WRITE_CELLS // len(names), 1)
+        wide = list(columns.items()) if args.layout != "long" else None
         for pieces in _merged(f, sources, basis, exp, origin, args.raw):
             held += pieces
             count += sum(len(p.times) for p in pieces)
-            if count >= BATCH_ROWS:
-                out.write(_chunk(held, args.layout, list(columns.items()) if args.layout != "long" else None, tdtype))
+            if count >= step:
+                for part in _slices(held, step):
+                    out.write(_chunk(part, args.layout, wide, tdtype))
                 held, count = [], 0
-        if held:
-            out.write(_chunk(held, args.layout, list(columns.items()) if args.layout != "long" else None, tdtype))
+        for part in _slices(held, step):
+            out.write(_chunk(part, args.layout, wide, tdtype))
     finally:
         out.close()
     return names, rows
+
+
+def _slices(pieces, step):
+    """`pieces` cut at times into lists of about `step` rows each (rows of one time stay together)."""
+    if not pieces:
+        return
+    times = np.sort(np.concatenate([p.times for p in pieces]))
+    for edge in np.unique(times[step::step]):
+        yield [p.cut(p.times < edge) for p in pieces if (p.times < edge).any()]
+        pieces = [p.cut(p.times >= edge) for p in pieces if (p.times >= edge).any()]
+    yield pieces
 
 
 def _chunk(pieces, layout, columns, tdtype):
