@@ -8,7 +8,7 @@ BENCHMARKS.md is built from marked blocks (<!-- NAME:begin --> ... <!-- NAME:end
 tools/benchmd.py), each owned by one script that replaces only its own block:
 core (this file: the pure-Python backend against its peers), formats
 (tools/bench_formats.py), can (tools/bench_can.py), cbridge
-(tools/bench_cbridge.py) and firmware (firmware/bench/run_bench.py: MicroPython
+(tools/bench_cbridge.py), verify (tools/bench_verify.py) and firmware (firmware/bench/run_bench.py: MicroPython
 1.28's unix port and qemu Cortex-M3 image, built by tools/micropython_build.py;
 skipped with a note, its block kept, when a build tool is missing). --only/--skip choose blocks;
 everything else in the file stays as it is.
@@ -296,7 +296,7 @@ def main(argv=None):
                     help=f"comma-separated blocks to regenerate ({','.join(benchmd.BLOCKS)})")
     ap.add_argument("--skip", metavar="NAMES", help="comma-separated blocks to leave as they are")
     ap.add_argument("--verify-bytes", type=float, default=None,
-                    help="cbridge: size of its verify files (its default: 1 GB)")
+                    help="cbridge and verify: size of their verify files (their default: 1 GB)")
     ap.add_argument("--fw-frames", type=int, default=20000,
                     help="firmware: trace frames per lap on the unix port (default 20000)")
     ap.add_argument("--fw-reps", type=int, default=9, help="firmware: timed runs per case, the best counts (default 9)")
@@ -335,6 +335,12 @@ def main(argv=None):
         extra = ["--verify-bytes", str(args.verify_bytes)] if args.verify_bytes else []
         rc = bench_cbridge.main(["--frames", str(n), "--runs", str(runs), "--batch", str(args.batch),
                                  "--cache", str(args.cache), "--output", str(args.output)] + extra) or rc
+    if "verify" in wanted:
+        import bench_verify  # verify against read+CRC and zstd floors, 1 and 2 cores (issue 13); splices its block
+
+        extra = ["--bytes", str(args.verify_bytes)] if args.verify_bytes else []
+        rc = bench_verify.main(["--runs", str(runs), "--cache", str(args.cache), "--output", str(args.output)]
+                               + extra) or rc
     if "firmware" in wanted:
         rc = firmware(args) or rc
     if "pull" in wanted:
