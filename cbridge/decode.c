@@ -84,3 +84,35 @@ int logb_linear(const void *raw, size_t n, int kind, double a, double b, double 
     }
 #undef LOGB_LINEAR
 }
+
+/* ---------------------------------------------------------------- keys */
+
+size_t logb_key_groups(const uint32_t *keys, size_t n, uint32_t *slots, unsigned log2_slots, uint32_t *distinct,
+                       size_t max_distinct, uint32_t *group)
+{
+    const size_t cap = (size_t)1 << log2_slots, mask = cap - 1;
+    size_t i, s, count = 0;
+    uint32_t last_key = 0, last_group = UINT32_MAX;
+    for (s = 0; s < cap; s++)
+        slots[2 * s + 1] = UINT32_MAX; /* empty */
+    for (i = 0; i < n; i++) {
+        uint32_t key = keys[i];
+        if (key != last_key || last_group == UINT32_MAX) {
+            /* Fibonacci hashing, then linear probing; the table is at least twice max_distinct */
+            s = (size_t)((key * UINT32_C(2654435761)) >> (32 - log2_slots)) & mask;
+            while (slots[2 * s + 1] != UINT32_MAX && slots[2 * s] != key)
+                s = (s + 1) & mask;
+            if (slots[2 * s + 1] == UINT32_MAX) {
+                if (count == max_distinct)
+                    return (size_t)-1;
+                slots[2 * s] = key;
+                slots[2 * s + 1] = (uint32_t)count;
+                distinct[count++] = key;
+            }
+            last_key = key;
+            last_group = slots[2 * s + 1];
+        }
+        group[i] = last_group;
+    }
+    return count;
+}

@@ -140,6 +140,14 @@ size_t logb_scan_frames(const uint8_t *buf, size_t len, size_t pos, uint64_t bas
 size_t logb_group_rows(const uint32_t *group, size_t n, size_t ngroups, uint64_t *starts, int64_t *rows,
                        size_t ncols, const uintptr_t *cols);
 
+/* Keys to group numbers (decode.c): group[i] = the number of keys[i] among the
+ * distinct keys in order of first appearance, which go to distinct[]. slots is
+ * scratch of 2 << log2_slots entries (1 <= log2_slots <= 31, at least twice
+ * max_distinct slots). Returns the number of distinct keys, or (size_t)-1 when
+ * there are more than max_distinct (group is then incomplete). */
+size_t logb_key_groups(const uint32_t *keys, size_t n, uint32_t *slots, unsigned log2_slots,
+                       uint32_t *distinct, size_t max_distinct, uint32_t *group);
+
 /* A linear conversion (SPEC §7.3) in one pass (decode.c): out[i] = a + (b * x),
  * x raw element i (of `kind`: size 1, 2, 4 or 8, LOGB_KIND_SIGNED for signed) as
  * the nearest double. LOGB_EINVAL for another kind. */

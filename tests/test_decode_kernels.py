@@ -100,3 +100,41 @@ def test_route_grouped_equals_route_rows_and_gathers():
         assert np.array_equal(g_data, gather(data, rows)) and np.array_equal(g_axis, axis[rows])
         assert np.array_equal(g_len, lengths[rows])
     assert D._route_grouped(compiled.entries, keys, usable, data, axis, None)[i][3] is None
+
+
+@SETTINGS
+@given(st.lists(st.sampled_from([0, 1, 7, 0x800, 0x9FFFFFFF, 0xFFFFFFFF, 12345]), max_size=200), st.integers(1, 8))
+def test_key_groups_numbers_keys_by_first_appearance(keys, max_distinct):
+    got = _backend.active.key_groups(np.array(keys, np.uint32), max_distinct)
+    distinct = list(dict.fromkeys(keys))
+    if len(distinct) > max_distinct:
+        assert got is None
+        return
+    assert got[0].tolist() == distinct and got[1].tolist() == [distinct.index(x) for x in keys]
+
+
+def test_key_groups_with_many_keys_and_collisions():
+    k = _backend.active
+    keys = np.random.default_rng(5).integers(0, 2**32, 20000, dtype=np.uint32)
+    keys = np.concatenate([keys, keys[::-3]])
+    distinct, group = k.key_groups(keys, 1 << 15)
+    assert len(distinct) == len(np.unique(keys)) and np.array_equal(distinct[group], keys)
+    assert k.key_groups(keys, 1000) is None
+
+
+def test_route_grouped_with_more_ids_than_the_kernel_table():
+    """Past KEY_GROUPS_MAX distinct ids the routing sorts them instead: the same result."""
+    compiled = compile_dbc(DBC)
+    rng = np.random.default_rng(9)
+    n = 20000
+    ids = np.concatenate([rng.integers(0, 2**29, n - 100, dtype=np.uint32), np.full(100, 100, np.uint32)])
+    flags = np.where(ids >= 0x800, 1, 0).astype(np.uint8)
+    data = rng.integers(0, 256, (n, 8), np.uint8)
+    axis = np.arange(n)
+    keys = D.frame_keys(ids, flags)
+    assert _backend.active.key_groups(keys) is None
+    got = D._route_grouped(compiled.entries, keys, None, data, axis, None)
+    want = D.route_rows(compiled.entries, keys, data)
+    assert sorted(got) == sorted(want)
+    for i, rows in want.items():
+        assert np.array_equal(got[i][0], rows) and np.array_equal(got[i][1], data[rows])

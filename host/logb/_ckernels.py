@@ -123,6 +123,19 @@ class CKernels(Kernels):
                                  self._ptr(starts, 0, "uint64_t *"), self._ptr(rows, 0, "int64_t *"), len(columns),
                                  self.ffi.new("uintptr_t[]", cols))
 
+    def _key_groups(self, keys, max_distinct):
+        np = self._np
+        log2 = max(1, (2 * max_distinct - 1).bit_length())
+        slots = np.empty(2 << log2, np.uint32)
+        distinct = np.empty(max_distinct, np.uint32)
+        group = np.empty(keys.shape[0], np.uint32)
+        u32 = "uint32_t *"
+        count = self.lib.logb_key_groups(self._ptr(keys, 0, u32), keys.shape[0], self._ptr(slots, 0, u32), log2,
+                                         self._ptr(distinct, 0, u32), max_distinct, self._ptr(group, 0, u32))
+        if count > max_distinct:
+            return None
+        return distinct[:count].copy(), group
+
     def _linear(self, raw, kind, a, b, out):
         self.lib.logb_linear(self._ptr(raw, 0, "void *"), raw.shape[0], kind, a, b, self._ptr(out, 0, "double *"))
 

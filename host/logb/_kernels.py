@@ -26,7 +26,8 @@ and these, each checking its own buffer as it takes hold of it:
 
 `group_rows(group, ngroups, columns)`: rows (and columns) grouped by a group
 number per row, a stable counting sort (the backend's `_group_rows`);
-`linear(raw, a, b)`: a linear conversion of an integer column (`_linear`).
+`linear(raw, a, b)`: a linear conversion of an integer column (`_linear`);
+`key_groups(keys)`: each row's index among the distinct keys (`_key_groups`).
 
 `plan(size, specs)` and `extract_many(records, plan, outs)` are `extract` of
 several fields of the same records in one call (a FieldPlan is checked once;
@@ -58,6 +59,7 @@ SCAN_CAP = 4096  # frames one call lists at most
 # logb_cbridge.h's logb_frame, field for field
 FRAME_DTYPE = np.dtype([("offset", "<u8"), ("payload_len", "<u4"), ("stream_id", "<u2"), ("type", "u1"),
                         ("flags", "u1")])
+KEY_GROUPS_MAX = 4096  # distinct keys key_groups takes by default (CAN ids on one bus)
 
 
 class BackendUnavailable(LogbError, ImportError):
@@ -233,6 +235,19 @@ class Kernels:
         if total:
             self._group_rows(group, ngroups, starts, rows, columns, moved)
         return starts, rows, moved
+
+    def key_groups(self, keys, max_distinct=KEY_GROUPS_MAX):
+        """(distinct, group) of a uint32 key per row: the distinct keys in order of first
+        appearance and each row's index into them (uint32); None when there are more
+        than `max_distinct` (decode.c's hash table)."""
+        if not isinstance(keys, np.ndarray) or keys.dtype != np.uint32 or keys.ndim != 1 \
+                or not keys.flags.c_contiguous:
+            raise TypeError("keys must be a C-contiguous 1-D uint32 array")
+        if not 1 <= max_distinct <= 1 << 30:
+            raise ValueError("max_distinct must be 1 .. 2**30")
+        if not keys.shape[0]:
+            return np.zeros(0, np.uint32), np.zeros(0, np.uint32)
+        return self._key_groups(keys, max_distinct)
 
     def linear(self, raw, a, b):
         """float64 a + (b * x) of every x of an integer column (SPEC §7.3: x the nearest

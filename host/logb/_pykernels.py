@@ -189,6 +189,15 @@ class PyKernels(Kernels):
         for src, dst in zip(columns, moved):
             dst[...] = src[rows]
 
+    def _key_groups(self, keys, max_distinct):
+        uniq, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+        if len(uniq) > max_distinct:
+            return None
+        order = np.argsort(first)  # by first appearance
+        rank = np.empty(len(uniq), np.uint32)
+        rank[order] = np.arange(len(uniq), dtype=np.uint32)
+        return uniq[order], rank[inverse.reshape(-1)]
+
     def _linear(self, raw, kind, a, b, out):
         out[...] = raw  # the nearest double of each value
         with np.errstate(all="ignore"):

@@ -172,32 +172,20 @@ def _route_grouped(entries, keys, usable, data, axis, lengths):
     are grouped in one counting sort (Kernels.group_rows), so an id's columns are
     slices; multiplexer branches and streams taking several ids select from those."""
     data = np.ascontiguousarray(data)
-    k = keys if usable is None or usable.all() else np.where(usable, keys, _NO_KEY)
-    std = k < _STD_LIMIT
-    all_std = bool(std.all())
-    present = np.flatnonzero(np.bincount(k if all_std else k[std], minlength=_STD_LIMIT))
-    ext = np.zeros(0, np.uint32) if all_std else np.unique(k[~std])
-    ext = ext[ext != _NO_KEY]
-    cands, std_lut, ext_groups = [], np.full(_STD_LIMIT, np.iinfo(np.uint32).max, np.uint32), []
-    for key in np.concatenate([present.astype(np.uint32), ext]).tolist():
-        found = [i for i, e in enumerate(entries) if (key & e.match_mask) == e.match_id]
-        if found:
-            if key < _STD_LIMIT:
-                std_lut[key] = len(cands)
-            else:
-                ext_groups.append(key)
-            cands.append(found)
-    if all_std:
-        group = std_lut[k]
+    k = np.ascontiguousarray(keys if usable is None or usable.all() else np.where(usable, keys, _NO_KEY), np.uint32)
+    found = _backend.active.key_groups(k)
+    if found is None:  # more distinct ids than the kernel's table takes: sort them
+        distinct, row_group = np.unique(k, return_inverse=True)
+        row_group = row_group.reshape(-1)
     else:
-        group = np.full(len(k), len(cands), np.uint32)
-        group[std] = std_lut[k[std]]
-        if ext_groups:
-            ext_keys = np.array(ext_groups, np.uint32)
-            rest = np.flatnonzero(~std)
-            at = np.minimum(np.searchsorted(ext_keys, k[rest]), len(ext_keys) - 1)
-            hit = ext_keys[at] == k[rest]
-            group[rest[hit]] = (len(cands) - len(ext_keys)) + at[hit]
+        distinct, row_group = found
+    cands, remap = [], np.empty(len(distinct), np.uint32)
+    for g, key in enumerate(distinct.tolist()):
+        hits = [] if key == _NO_KEY else [i for i, e in enumerate(entries) if (key & e.match_mask) == e.match_id]
+        remap[g] = len(cands) if hits else _NO_KEY
+        if hits:
+            cands.append(hits)
+    group = remap[row_group]  # rows of ids no stream takes: _NO_KEY, past every group
     columns = [data, axis] + ([] if lengths is None else [lengths])
     starts, rows, moved = _backend.active.group_rows(group, len(cands), columns)
     found = {}
