@@ -174,3 +174,21 @@ def test_a_file_that_shrank_after_the_scan_is_read_as_validate_reads_it(tmp_path
             verdicts.append(sorted((s.records, s.rejected, s.rejections) for s in f.streams.values()))
     assert verdicts[0][0][1] == 10  # validate saw it: the last frame's records are rejected
     assert verdicts[1] == verdicts[2] == verdicts[0]
+
+
+def test_a_frame_wrong_twice_reports_what_decoding_meets_first():
+    # an implicit time axis past i64 and a scrambled zstd payload: decoding fails on the zstd first
+    schema = logb.Schema(
+        uuid=logb.stream_uuid("test", "im"), name="im", record_bits=32, axis_kind=logb.AxisKind.time,
+        axis_mode=logb.AxisMode.implicit, axis_exp=-6, axis_unit="s", axis_step=1000,
+        fields=(logb.Field("v", 0, 32, logb.DataType.uint),))
+    buf = io.BytesIO()
+    with logb.Writer(buf, time_base="relative") as w:
+        w.add_stream(schema, codec=Codec.zstd).write_batch({"v": np.arange(100, dtype=np.uint64)})
+    data = buf.getvalue()
+    at = next(o for o, t, _s, _n in _frames.walk(data) if t == 0x20)
+    data = _frames.patch(data, at, 8, struct.pack("<q", I64_MAX - 10))
+    data = _frames.patch(data, at, 8 + 28 + 6, b"\xff\x00\xff\x00")
+    want = _outcome(data, "validate")
+    assert "zstd" in str(want[2][0][3]), want  # the rejection validate reports
+    assert _outcome(data, 1) == _outcome(data, 2) == want

@@ -6,11 +6,15 @@ LogbFile.validate decodes it: decompress, untranspose, the raw_size and tail
 checks, UTF-8 of every string field, the time axis range, and the first axis
 value an INDEX claims. What cannot fail is skipped: no other field is
 extracted, and the axis range is proved from the axis field's width when it
-can be (extracted only when the width alone allows an overflow).
+can be (extracted only when the width alone allows an overflow). A frame
+stored as is (codec none, no filter) with nothing a record can get wrong is
+not read at all (header_problem matched its sizes at open); an INDEX claim
+on it reads its first record.
 
 The checks run in a thread pool when there is decompression to share out
-(zstd, the C kernels and pread release the GIL); their outcomes are applied in validate's order (stream by stream, file
-order within one), so every report is the serial one.
+(zstd, the C kernels and pread release the GIL); their outcomes are applied
+in validate's order (stream by stream, file order within one), so every
+report is the serial one.
 """
 
 import dataclasses
@@ -78,11 +82,10 @@ def check_frame(plan, stream, fl, claimed, lazy=True):
     n = header.record_count
     implicit = schema.is_time and schema.axis_mode == AxisMode.implicit
     try:
-        if implicit and n:
-            base = header.axis_base(True)
-            check_range(base, base + (n - 1) * schema.axis_step)
         if (lazy and plan.plain and header.codec == Codec.none and header.filter == Filter.none
                 and (implicit or not schema.is_time or plan.axis_proved(header))):
+            if implicit and n:
+                _implicit_range(schema, header)
             if not (claimed and n):
                 return None, None
             first = stream._file._stored(start, start + schema.record_size)
@@ -93,13 +96,20 @@ def check_frame(plan, stream, fl, claimed, lazy=True):
         for f in schema.fields:
             if f.data_type == DataType.string and not f.variable:
                 fields.extract(fixed, f)  # UTF-8
-        if schema.is_time and n and not implicit and not plan.axis_proved(header):  # as axis_column checks it
+        if implicit and n:
+            _implicit_range(schema, header)
+        elif schema.is_time and n and not plan.axis_proved(header):  # as axis_column checks it
             raw = fields.extract(fixed, schema.fields[schema.axis_field])
             base, scale = header.axis_base(True), schema.axis_scale
             check_range(base + int(raw.min()) * scale, base + int(raw.max()) * scale)
         return None, _first_axis(plan, header, fixed) if claimed and n else None
     except (LogbError, ValueError) as exc:
         return exc, None
+
+
+def _implicit_range(schema, header):
+    base = header.axis_base(True)
+    check_range(base, base + (header.record_count - 1) * schema.axis_step)
 
 
 def _int_field(record, f):
