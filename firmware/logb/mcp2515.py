@@ -24,21 +24,27 @@ preallocated ring. INT falls when the chip goes from "no receive flag" to
 while INT is already low (the other buffer still full) makes no edge and is
 stamped when pump() reads it (late by at most its wait in the buffer).
 Because INT can only rise again after every flag is cleared, a ring entry
-present before a frame is read belongs to that frame.
+taken after the previous frame's read belongs to the frame read next.
 
 What the handler may do: with hard=True (rp2: the GPIO interrupt itself)
 it must not allocate, and it does not: ticks_us() returns a small int,
 storing it in an array('i') item and bumping an int attribute allocate
 nothing, and the bound method is made once in start(). No SPI in the
-handler (the main loop may be mid-transaction). On esp32 Pin IRQs run as
-scheduled (soft) callbacks whatever `hard` says, so there the stamp is
-taken when the scheduler runs it (between two bytecodes of the main loop):
-later than rp2's, still before pump() reads the frame.
+handler (the main loop may be mid-transaction). On esp32 Pin.irq() takes
+no `hard` (start() then calls it without): its GPIO ISR only schedules the
+handler, so the stamp is taken when the scheduler runs it (between two
+bytecodes of the main loop, or later while a C call such as an SD write
+blocks): later than rp2's. A frame read before its scheduled handler ran
+takes the read time; pump() drops a stamp older than the end of the
+previous read (it belongs to a frame already stamped). A handler scheduled
+so late that it runs after that read still hands its stamp to the next
+frame, early by up to the gap between the two: on esp32 stamps are good to
+the main loop's latency, on rp2 (hard IRQ) to the handler's few µs.
 """
 
 from array import array
 
-from ._port import sleep_ms, ticks_us
+from ._port import sleep_ms, ticks_diff, ticks_us
 
 try:
     from micropython import const
@@ -256,6 +262,7 @@ class MCP2515:
         self._head = 0  # written by the IRQ handler only
         self._tail = 0  # by pump only
         self._b1_old = False  # RXB1 holds a frame older than whatever RXB0 has
+        self._prev = 0  # ticks after the last frame read: older ring stamps are stale
         self._isr = None
         self.frames = 0
         self.overflows = 0
@@ -313,9 +320,13 @@ class MCP2515:
         self.write(_CANINTE, _RX_IE)
         self._head = self._tail = 0
         self._b1_old = False
+        self._prev = self.ticks()
         self._isr = self._on_int
         p = self.irq_pin
-        p.irq(handler=self._isr, trigger=p.IRQ_FALLING, hard=True)
+        try:
+            p.irq(handler=self._isr, trigger=p.IRQ_FALLING, hard=True)
+        except TypeError:  # esp32: Pin.irq has no `hard` (its handlers are always scheduled)
+            p.irq(handler=self._isr, trigger=p.IRQ_FALLING)
         self.set_mode(_MODE_LISTEN if self.listen_only else _MODE_NORMAL)
 
     def _on_int(self, pin):
@@ -340,13 +351,16 @@ class MCP2515:
             else:
                 k = 1 if b == 0x80 else 0
                 self._b1_old = False
-            if self._tail != self._head:
-                t = self._ring[self._tail & _RING_M]
+            t = self.ticks()
+            while self._tail != self._head:  # an edge after the previous read: this frame's IRQ time
+                ts = self._ring[self._tail & _RING_M]
                 self._tail += 1
-            else:
-                t = self.ticks()
+                if ticks_diff(ts, self._prev) >= 0:
+                    t = ts
+                    break
             rx = self._rx
             self._xfer(self._rd[k], rx)
+            self._prev = self.ticks()  # the next frame's edge follows this read (INT rises as it clears the flag)
             sidl = rx[2]
             dlc = rx[5] & 0x0F
             if sidl & _IDE:

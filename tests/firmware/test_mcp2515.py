@@ -102,6 +102,23 @@ def test_start_programs_the_chip_listen_only():
     assert r[0x0E] >> 5 == 4 and chip.int_pin._handler is None
 
 
+def test_irq_without_hard_argument():
+    """esp32's Pin.irq() has no `hard`: the driver sets the handler without it."""
+    clk, chip, d = rig()
+    plain = chip.int_pin.irq
+
+    def irq(handler=None, trigger=3):
+        plain(handler, trigger)
+
+    chip.int_pin.irq = irq
+    d.start()
+    chip.feed([(0, 0x42, 0, b"\x01")], start=clk.now + 5)
+    clk.advance(500)
+    w = Rec()
+    d.pump(w)
+    assert [(f[0], f[1]) for f in w.frames] == [(chip.arrival[0], 0x42)]
+
+
 def test_normal_mode_on_request():
     clk, chip, d = rig(listen_only=False)
     d.start()
