@@ -15,8 +15,11 @@ puts it. The owners (tools/bench.py runs them all):
     formats   tools/bench_formats.py     bytes per frame of CAN traces
     can       tools/bench_can.py         CAN signals to physical columns
     cbridge   tools/bench_cbridge.py     the C backend (issue 3)
+    verify    tools/bench_verify.py      verify against its floors (issue 13)
+    rss       tools/bench_rss.py         peak RSS decoding a file 10x a worker's budget (issue 13)
     firmware  firmware/bench/run_bench.py  the MicroPython writer (issue 5)
     pull      tools/bench_pull.py        pull over the serial link vs raw pyserial (issue 6)
+    boards    tools/bench_boards.py      lossless bus load per board profile (issue 11)
 
 Further scripts add their name here (a block of an unknown name is kept and
 can be spliced too; it is inserted at the end when new).
@@ -25,7 +28,7 @@ can be spliced too; it is inserted at the end when new).
 import pathlib
 import re
 
-BLOCKS = ("core", "formats", "can", "cbridge", "firmware", "pull")
+BLOCKS = ("core", "formats", "can", "cbridge", "verify", "rss", "firmware", "pull", "boards")
 TITLE = "# Benchmarks\n"
 _LEGACY_BEGIN = {"cbridge": "start"}  # markers older scripts wrote: <!-- cbridge:start -->
 
