@@ -327,6 +327,8 @@ def decode_frames(compiled, axis, ids, flags, data, messages=None, signals=None,
     lengths = None if dlc is None else frame_lengths(dlc, flags)  # once for the bus, indexed per message
     usable = data_frames(flags)
     entries = compiled.entries
+    if lengths is not None and (not len(lengths) or lengths.min() >= max((e.payload_len for e in entries), default=0)):
+        lengths = None  # no frame is short of any message: nothing to mask, nothing to move per stream
     wanted = [i for i, e in enumerate(entries) if _selected(e.name, e.message, messages)]
     axis = np.asarray(axis)
     routed = _route_grouped(entries, keys, usable, data, axis, lengths)
