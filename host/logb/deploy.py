@@ -170,12 +170,13 @@ def compile_module(exe, src, march=None, opt=2):
 
 
 def build_package(out, exe, march=None, modules=None):
-    """Compile the firmware modules (default: the core) into out/logb/*.mpy; returns the paths.
-    Without `march` the native modules are left out (the board then runs the pure-Python CRC)."""
+    """Compile firmware modules (default: every one of firmware/logb, board drivers included) into
+    out/logb/*.mpy; returns the paths. Without `march` the native modules are left out (the board
+    then runs the pure-Python CRC)."""
     dest = pathlib.Path(out) / "logb"
     dest.mkdir(parents=True, exist_ok=True)
     written = []
-    for src in modules or core_modules():
+    for src in modules or sorted((FIRMWARE / "logb").glob("*.py")):
         if src.stem in NATIVE and not march:
             continue
         path = dest / (src.stem + ".mpy")
@@ -285,7 +286,7 @@ class Device:
         self.TransportError, self.TransportExecError = TransportError, TransportExecError
         self.port = port
         try:
-            self.t = SerialTransport(port, baudrate=115200)
+            self.t = SerialTransport(port, baudrate=115200, timeout=timeout)  # else a silent port blocks the first read
         except TransportError as exc:
             raise LinkError(f"{port}: cannot open: {exc}") from None
         try:
@@ -294,7 +295,8 @@ class Device:
             self.t.close()
             raise NoReplError(f"{port}: no MicroPython REPL answers ({exc}): is MicroPython running "
                               f"and nothing else (a terminal, mpremote, a logb pull) using the port?") from None
-        mpy, self.platform, self.version, self.has_sha256, self.free = self._eval(_PROBE)
+        mpy, self.platform, version, self.has_sha256, self.free = self._eval(_PROBE)
+        self.version = version.rpartition("; ")[2]  # "3.4.0; MicroPython v1.28.0 on 2026-04-06": the second part
         self.mpy = (mpy & 0xFF, (mpy >> 8) & 3) if mpy else None
         self.arch = MPY_ARCHS[mpy >> 10] if mpy and (mpy >> 10) < len(MPY_ARCHS) else None
 
@@ -375,9 +377,12 @@ def flash(items, device, progress=None):
     Returns [(item, action)] with action 'copied' or 'unchanged'."""
     have = device.hashes([i.dest for i in items])
     todo = [i for i, h in zip(items, have) if h != i.sha256]
-    need = sum(len(i.data) for i in todo)
-    if device.free >= 0 and need > device.free + sum(1 for _ in ()):
-        raise DeviceFullError(f"{device.port}: {need} bytes to write, the board's filesystem has {device.free} free")
+    # New files must fit in the free space (a replaced file's old blocks come back as it is
+    # rewritten: a filesystem that fills up even so fails the write with ENOSPC, caught there).
+    need = sum(len(i.data) for i, h in zip(items, have) if h is None)
+    if 0 <= device.free < need:
+        raise DeviceFullError(f"{device.port}: the board's filesystem is full: {need} bytes of new files, "
+                              f"{device.free} free")
     for d in sorted({i.dest.rsplit("/", 1)[0] for i in todo} - {""}):
         device.makedirs(d)
     for i in todo:
