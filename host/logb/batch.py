@@ -85,7 +85,7 @@ class _Plan:
     those `fields.kernel_spec` takes (and the time axis when its field is an
     integer whose scaled values, plus any base within i64, cannot overflow)."""
 
-    order: list  # (field, True when the kernel call fills its column) in schema order
+    order: list  # (field, True when the kernel call fills its column, column dtype, extra shape) in schema order
     kernel: object  # the FieldPlan: the planned fields, then the axis field if `axis_bounds`
     axis_bounds: tuple = None  # (lowest, highest) raw value * axis_scale
 
@@ -104,7 +104,8 @@ def _plan(schema, only, wide):
         if only is not None and f.name not in only:
             continue
         spec = fields.kernel_spec(f, wide)
-        order.append((f, spec is not None))
+        dtype, extra = fields.column_dtype(f, wide)
+        order.append((f, spec is not None, dtype, extra))
         if spec is not None:
             specs.append((*spec, 0))
     bounds = None
@@ -127,15 +128,19 @@ def _decode_planned(schema, header, fixed, tails, dest, out, plan, n, wide):
     """decode_batch through one extract_many call; None when a destination cannot be
     handed to the kernel as one item per record (the caller then extracts field by field)."""
     raw, items = {}, []
-    for f, planned in plan.order:
+    for f, planned, dtype, extra in plan.order:
         if f.variable:
             col = tails[f.name]
             if f.name in dest:
                 dest[f.name][...] = col
                 col = dest[f.name]
         elif planned:
-            col = fields.new_column(f, n, dest.get(f.name), wide)
-            view = fields.as_items(col)
+            col = dest.get(f.name)
+            if col is None:
+                col = np.empty((n, *extra), dtype)
+            elif col.shape != (n, *extra) or col.dtype != dtype:
+                col = fields.new_column(f, n, col, wide)  # raises the TypeError of extract
+            view = fields.as_items(col) if extra else col
             if view is None:
                 return None
             items.append(view)
