@@ -336,15 +336,23 @@ class MCP2515:
     def pump(self, w):
         """Move every received frame into w.append_can and new overflows into
         w.lost(controller=n). Allocates nothing. Returns the frames moved."""
-        if self.irq_pin.value():  # INT high: no frame waiting, and no overflow since the last pump
+        pin = self.irq_pin
+        if pin.value():  # INT high: no frame waiting, and no overflow since the last pump
             return 0
         n = 0
+        cs = self.cs
+        spi = self.spi
         st = self._st
+        rx = self._rx
+        full1 = 0
         while True:
-            self._xfer(self._st_tx, st)
+            cs(0)
+            spi.write_readinto(self._st_tx, st)
+            cs(1)
             b = st[1] & 0xC0  # RX STATUS bit 6: RXB0 full, bit 7: RXB1 full
             if not b:
                 break
+            full1 |= b & 0x80
             if b == 0xC0:  # both: the older first (RXB1 unless it filled after RXB0, by rollover)
                 k = 1 if self._b1_old else 0
                 self._b1_old = not k
@@ -358,8 +366,9 @@ class MCP2515:
                 if ticks_diff(ts, self._prev) >= 0:
                     t = ts
                     break
-            rx = self._rx
-            self._xfer(self._rd[k], rx)
+            cs(0)
+            spi.write_readinto(self._rd[k], rx)
+            cs(1)
             self._prev = self.ticks()  # the next frame's edge follows this read (INT rises as it clears the flag)
             sidl = rx[2]
             dlc = rx[5] & 0x0F
@@ -371,17 +380,22 @@ class MCP2515:
                 fl = _F_RTR if sidl & _SRR else 0
             w.append_can(t, cid, self._data[0 if fl & _F_RTR else (dlc if dlc < 8 else 8)], fl, dlc)
             n += 1
+            if pin.value():  # INT high: both buffers empty (a C call instead of another RX STATUS)
+                break
         self.frames += n
-        ef = self._ef
-        self._xfer(self._ef_tx, ef)
-        o = ef[2] & _OVR
-        if o:
-            self.cs(0)
-            self.spi.write(self._ef_clr)
-            self.cs(1)
-            o = 2 if o == _OVR else 1
-            self.overflows += o
-            w.lost(o, 0, self.stream)
+        # An overflow needs RXB1 full (rollover, or its own filters) until this pump read it:
+        # EFLG is read only then.
+        if full1:
+            ef = self._ef
+            self._xfer(self._ef_tx, ef)
+            o = ef[2] & _OVR
+            if o:
+                cs(0)
+                spi.write(self._ef_clr)
+                cs(1)
+                o = 2 if o == _OVR else 1
+                self.overflows += o
+                w.lost(o, 0, self.stream)
         return n
 
     def stop(self):
