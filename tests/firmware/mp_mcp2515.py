@@ -1,8 +1,10 @@
 # The MCP2515 driver against the simulated chip on the real unix port, the
 # heap locked over the recording loop (tests/firmware/test_mcp2515.py):
 #
-#     micropython mp_mcp2515.py IN_DIR OUT.logb LOOP_US
+#     micropython mp_mcp2515.py IN_DIR OUT.logb LOOP_US [FILTERS.json]
 #
+# FILTERS.json: [[id, mask, extended], ...] for the driver's hardware filters (the
+# chip's acceptance path under the lock too); without it every frame is accepted.
 # IN_DIR holds frames.bin (tests/firmware/scenario.py's format) and config.lbcf.
 # The lock covers the driver's pump(), the writer (append_can, poll, its file
 # writes) and the simulated chip behind the SPI calls: the chip's per-frame
@@ -31,7 +33,11 @@ blob = None
 
 clk = sim.Clock(1000, period=1 << 62)
 chip = sim.MCP2515Chip(clk, 500_000, 10_000_000)
-can = MCP2515(chip.spi, chip.cs, chip.int_pin, 500_000, 16_000_000, ticks=clk.ticks_us)
+filters = None
+if len(sys.argv) > 4:
+    with open(sys.argv[4]) as f:
+        filters = [(i, m, bool(e)) for i, m, e in json.load(f)]
+can = MCP2515(chip.spi, chip.cs, chip.int_pin, 500_000, 16_000_000, ticks=clk.ticks_us, filters=filters)
 sink = open(OUT, "wb")
 w = logb.Writer(sink, device="mcp", session="ab" * 16, ticks=clk.ticks_us)
 w.load_config(IN + "/config.lbcf")
@@ -60,5 +66,6 @@ finally:
 w.close()
 sink.close()
 lost = [i for i in range(len(frames)) if chip.outcome[i] != sim.RECEIVED]
-print("RESULT " + json.dumps({"locked": locked, "moved": moved, "lost_idx": lost, "overflows": can.overflows,
-                              "chip_lost": chip.lost, "chip_overflows": chip.overflows}))
+filtered = sum(1 for o in chip.outcome if o == sim.FILTERED)
+print("RESULT " + json.dumps({"locked": locked, "filtered": filtered, "moved": moved, "lost_idx": lost,
+                              "overflows": can.overflows, "chip_lost": chip.lost, "chip_overflows": chip.overflows}))

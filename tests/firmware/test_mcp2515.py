@@ -4,6 +4,7 @@ filters, rollover, overflow counting, and a real trace recorded by the
 writer and decoded on the host. The same pair on the real unix port, heap
 locked around pump(): test_unix_port_heap_locked (tests/firmware/mp_mcp2515.py)."""
 
+import collections
 import io
 import json
 import sys
@@ -307,17 +308,20 @@ def test_unix_port_heap_locked(tmp_path):
     lib = tmp_path / "lib"
     lib.mkdir()
     (lib / "mcp2515_chip.py").symlink_to(fwload.ROOT / "boards" / "simparts" / "mcp2515_chip.py")
+    common = collections.Counter(c for _, c, fl, _ in frames if not fl & 1).most_common(5)
+    (tmp_path / "filters.json").write_text(json.dumps([[c, 0x7FF, 0] for c, _ in common]))
     res = {}
-    for loop_us in (150, 1500):
-        out = tmp_path / f"rec{loop_us}.logb"
-        r = mpreal.run_unix(HERE / "mp_mcp2515.py", tmp_path, out, loop_us, heap="2M",
+    for case, loop_us, extra in (("fast", 150, ()), ("slow", 1500, ()), ("filters", 150, (tmp_path / "filters.json",))):
+        out = tmp_path / f"rec-{case}.logb"
+        r = mpreal.run_unix(HERE / "mp_mcp2515.py", tmp_path, out, loop_us, *extra, heap="2M",
                             lib=f"{lib}:{mpreal.firmware_mpy('x64')}")
-        res[loop_us] = fwtools.result_line(r.stdout)
+        res[case] = fwtools.result_line(r.stdout)
         got, _ = decoded(out.read_bytes())
-        lost = set(res[loop_us]["lost_idx"])
+        lost = set(res[case]["lost_idx"])
         kept = [(c, fl, bytes(x)) for i, (_, c, fl, x) in enumerate(frames) if i not in lost]
-        assert got == kept and res[loop_us]["locked"] and res[loop_us]["moved"] == len(kept)
+        assert got == kept and res[case]["locked"] and res[case]["moved"] == len(kept)
         meta = logb.LogbFile(out.read_bytes()).stream("can0").meta
-        assert int(meta["logb.lost.controller"]) == res[loop_us]["overflows"]
-    assert not res[150]["lost_idx"] and res[1500]["lost_idx"]
-    json.dumps(res)
+        assert int(meta["logb.lost.controller"]) == res[case]["overflows"]
+    assert not res["fast"]["lost_idx"] and res["slow"]["chip_lost"] > 0 and res["filters"]["chip_lost"] == 0
+    wanted = {c for c, _ in common}
+    assert res["filters"]["filtered"] == sum(1 for _, c, fl, _ in frames if fl & 1 or c not in wanted) > 0
