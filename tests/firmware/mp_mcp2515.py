@@ -13,6 +13,7 @@
 import json
 import struct
 import sys
+import time
 
 import micropython
 
@@ -31,7 +32,7 @@ while p < len(blob):
     p += 10 + n
 blob = None
 
-clk = sim.Clock(1000, period=1 << 62)
+clk = sim.Clock(1000, period=time.ticks_add(0, -1) + 1)  # the port's ticks period, as the writer unwraps it
 chip = sim.MCP2515Chip(clk, 500_000, 10_000_000)
 filters = None
 if len(sys.argv) > 4:
@@ -55,6 +56,7 @@ def loop(until):
 
 
 moved = loop(200)  # warm-up, unlocked: first-time allocations (writer's first frame, map caches)
+locked = False  # a global first stored under the lock could grow the module's dict
 micropython.heap_lock()
 try:
     moved += loop(len(frames))

@@ -311,10 +311,12 @@ def test_unix_port_heap_locked(tmp_path):
     common = collections.Counter(c for _, c, fl, _ in frames if not fl & 1).most_common(5)
     (tmp_path / "filters.json").write_text(json.dumps([[c, 0x7FF, 0] for c, _ in common]))
     res = {}
-    for case, loop_us, extra in (("fast", 150, ()), ("slow", 1500, ()), ("filters", 150, (tmp_path / "filters.json",))):
+    runs = (("fast", 150, (), 64), ("slow", 1500, (), 64), ("filters", 150, (tmp_path / "filters.json",), 64),
+            ("slow-i386", 1500, (), 32))  # i386: a board's 31-bit small ints and ticks wrapping at 2**30
+    for case, loop_us, extra, bits in runs:
         out = tmp_path / f"rec-{case}.logb"
-        r = mpreal.run_unix(HERE / "mp_mcp2515.py", tmp_path, out, loop_us, *extra, heap="2M",
-                            lib=f"{lib}:{mpreal.firmware_mpy('x64')}")
+        r = mpreal.run_unix(HERE / "mp_mcp2515.py", tmp_path, out, loop_us, *extra, heap="2M", bits=bits,
+                            lib=f"{lib}:{mpreal.firmware_mpy('x86' if bits == 32 else 'x64')}")
         res[case] = fwtools.result_line(r.stdout)
         got, _ = decoded(out.read_bytes())
         lost = set(res[case]["lost_idx"])
@@ -323,5 +325,6 @@ def test_unix_port_heap_locked(tmp_path):
         meta = logb.LogbFile(out.read_bytes()).stream("can0").meta
         assert int(meta["logb.lost.controller"]) == res[case]["overflows"]
     assert not res["fast"]["lost_idx"] and res["slow"]["chip_lost"] > 0 and res["filters"]["chip_lost"] == 0
+    assert res["slow-i386"]["lost_idx"] == res["slow"]["lost_idx"]  # the same bus and loop timing: the same losses
     wanted = {c for c, _ in common}
     assert res["filters"]["filtered"] == sum(1 for _, c, fl, _ in frames if fl & 1 or c not in wanted) > 0
