@@ -205,11 +205,37 @@ def test_wrong_architecture(board_port, tmp_path, capsys):
 
 
 def test_disk_full(board_port, tmp_path, capsys):
+    mpy = str(mpreal.built("mpy"))
+    rc, _out, err = flash(BOARD, "--port", board_port, "--mpy-cross", mpy, capsys=capsys)
+    assert rc == 0, err  # the board holds the profile: what follows adds to it
     board = tmp_path / "big"
     shutil.copytree(BOARD, board)
+    meta = (board / "board.json").read_text()
     (board / "blob.bin").write_bytes(os.urandom(600 << 10))  # the RAM disk is 512 KiB
-    (board / "board.json").write_text((board / "board.json").read_text().replace('["main.py"]',
-                                                                               '["main.py", "blob.bin"]'))
-    rc, _out, err = flash(board, "--port", board_port, "--mpy-cross", str(mpreal.built("mpy")), "--timeout", "60",
-                          capsys=capsys)
-    assert rc == 73 and "full" in err
+    (board / "board.json").write_text(meta.replace('["main.py"]', '["main.py", "blob.bin"]'))
+    rc, _out, err = flash(board, "--port", board_port, "--mpy-cross", mpy, capsys=capsys)
+    assert rc == 73 and "filesystem is full" in err and "new files" in err  # seen before writing
+    # a file the board has grows past the free space: the write itself fails (ENOSPC). The disk is
+    # filled on the board first, where it is quick (the serial link carries ~5 KB/s).
+    free = int(device_exec(board_port, "import os\ns = os.statvfs('/')\nprint(s[0] * s[3])"))
+    device_exec(board_port, f"f = open('/filler', 'wb')\nb = bytes(1024)\nfor i in range({free // 1024 - 8}):\n"
+                            "    f.write(b)\nf.close()")
+    (board / "board.json").write_text(meta)
+    (board / "main.py").write_bytes((BOARD / "main.py").read_bytes() + b"#" * (24 << 10) + b"\n")
+    try:
+        rc, _out, err = flash(board, "--port", board_port, "--mpy-cross", mpy, capsys=capsys)
+    finally:
+        device_exec(board_port, "import os\nos.remove('/filler')")
+    assert rc == 73 and "full writing /main.py" in err
+
+
+def test_missing_micropython_lib_package_is_named(board_port, tmp_path, capsys):
+    board = tmp_path / "needs"
+    shutil.copytree(BOARD, board)
+    (board / "board.json").write_text((board / "board.json").read_text().replace('"requires": []',
+                                                                               '"requires": ["sdcard", "json"]'))
+    rc, out, err = flash(board, "--port", board_port, "--mpy-cross", str(mpreal.built("mpy")), "--timeout", "60",
+                         capsys=capsys)
+    assert rc == 0, err
+    assert f"needs sdcard (micropython-lib), which it lacks: mpremote connect {board_port} mip install sdcard" in out
+    assert "needs json" not in out  # built into the port

@@ -12,6 +12,7 @@ port and soft-reset the board each time), and its errors arrive as exceptions
 rather than as text to parse. Its transport API is imported only here.
 """
 
+import errno
 import hashlib
 import json
 import os
@@ -280,9 +281,9 @@ class Device:
         try:
             from mpremote.transport import TransportError, TransportExecError
             from mpremote.transport_serial import SerialTransport
-        except ImportError as exc:
-            raise ModuleNotFoundError("mpremote is needed to flash a board; install it with: "
-                                      "pip install 'logb[flash]'", name="mpremote") from exc
+        except ImportError:
+            raise UsageError("mpremote is needed to flash a board (only --dry-run works without it); "
+                             "install it with: pip install 'logb[flash]'") from None
         self.TransportError, self.TransportExecError = TransportError, TransportExecError
         self.port = port
         try:
@@ -327,6 +328,8 @@ class Device:
     def read(self, path):
         try:
             return self.t.fs_readfile(path)
+        except OSError as exc:
+            raise DeployError(f"{self.port}: reading {path} failed: {exc}") from None
         except self.TransportError as exc:
             raise LinkError(f"{self.port}: reading {path} failed: {exc}") from None
 
@@ -336,12 +339,12 @@ class Device:
 
     def write(self, path, data):
         try:
-            self.t.fs_writefile(path, data, chunk_size=256)
-        except self.TransportExecError as exc:
-            if _is_nospace(exc.error_output):
+            self.t.fs_writefile(path, data, chunk_size=256)  # mpremote's default: small boards' heaps take it
+        except OSError as exc:  # mpremote turns the board's OSError into the host's
+            if exc.errno == errno.ENOSPC:
                 raise DeviceFullError(f"{self.port}: the board's filesystem is full writing {path} "
                                       f"({len(data)} bytes)") from None
-            raise DeployError(f"{self.port}: writing {path} failed: {exc.error_output.strip()}") from None
+            raise DeployError(f"{self.port}: writing {path} failed: {exc}") from None
         except self.TransportError as exc:
             raise LinkError(f"{self.port}: writing {path} failed: {exc}") from None
 
