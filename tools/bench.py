@@ -8,7 +8,8 @@ BENCHMARKS.md is built from marked blocks (<!-- NAME:begin --> ... <!-- NAME:end
 tools/benchmd.py), each owned by one script that replaces only its own block:
 core (this file: the pure-Python backend against its peers), formats
 (tools/bench_formats.py), can (tools/bench_can.py), cbridge
-(tools/bench_cbridge.py), verify (tools/bench_verify.py) and firmware (firmware/bench/run_bench.py: MicroPython
+(tools/bench_cbridge.py), verify (tools/bench_verify.py), pull (tools/bench_pull.py),
+boards (tools/bench_boards.py) and firmware (firmware/bench/run_bench.py: MicroPython
 1.28's unix port and qemu Cortex-M3 image, built by tools/micropython_build.py;
 skipped with a note, its block kept, when a build tool is missing). --only/--skip choose blocks;
 everything else in the file stays as it is.
@@ -347,6 +348,10 @@ def main(argv=None):
         import bench_pull  # pull over the serial link vs raw pyserial (issue 6); splices its block
 
         rc = bench_pull.main(["--output", str(args.output)]) or rc
+    if "boards" in wanted:
+        import bench_boards  # lossless bus load per board profile, rp2 flash stalls (issue 11); splices its block
+
+        rc = bench_boards.main(["--output", str(args.output)]) or rc
     log(f"bench: done in {time.perf_counter() - started:.0f} s")
     return rc
 
