@@ -150,7 +150,7 @@ import logb
 from logb import _backend, AxisKind, AxisMode, ByteOrder, DataType, Field, Schema
 
 KERNELS = ("crc32c", "crc32c_range", "extract", "pack", "gather", "transpose", "untranspose", "walk_tails",
-           "scan_frames")
+           "scan_frames", "extract_many")
 calls = {}
 for k in filter(None, (_backend.PY, _backend.C)):
     for name in KERNELS:
@@ -172,6 +172,7 @@ with logb.Writer(path, time_base="relative", session="s", wall_clock=lambda: 0, 
                    "b": np.arange(n) % 2 == 0, "p": np.zeros((n, 5), np.uint8), "t": ["x" * (i % 3) for i in range(n)]})
 with logb.LogbFile(path) as f:
     cols = f.stream("s").columns()
+    logb.fields.extract_uint(np.zeros((2, 2), np.uint8), 0, 12, False)  # columns() reads through extract_many
     assert f.report.clean and cols.raw["i"].tolist() == (-np.arange(n)).tolist()
 with open(path, "rb") as f:
     data = f.read()
@@ -198,7 +199,7 @@ def _exercise(tmp_path, **env):
 
 
 _KERNELS = ("crc32c", "crc32c_range", "extract", "pack", "gather", "transpose", "untranspose", "walk_tails",
-           "scan_frames")
+           "scan_frames", "extract_many")
 
 
 def test_forced_python_backend_never_loads_or_calls_c(tmp_path):

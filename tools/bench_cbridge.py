@@ -159,7 +159,7 @@ def firmware_sizes():
             for slices in (8, 1):
                 total_text = total_ro = 0
                 per = {}
-                for src in ("crc32c.c", "bits.c", "transpose.c", "tails.c"):
+                for src in ("crc32c.c", "bits.c", "transpose.c", "tails.c", "scan.c", "decode.c"):
                     obj = pathlib.Path(tmp) / f"{src}.o"
                     subprocess.run([cc, *arch, *flags, f"-DLOGB_CRC32C_SLICES={slices}", "-I", str(CB), "-c",
                                     str(CB / src), "-o", str(obj)], check=True)
@@ -304,7 +304,7 @@ def render(args, n, runs, d, files, crc, crc_pkg, dec, wr, verify, fw, elapsed):
           "`apt-get install gcc-arm-none-eabi`; `./run` installs it when it can).\n")
     else:
         rows_fw, version = fw
-        w(f"The portable kernels (`crc32c.c bits.c transpose.c tails.c`) compiled with `{version}` "
+        w(f"The portable kernels (`crc32c.c bits.c transpose.c tails.c scan.c decode.c`) compiled with `{version}` "
           "at `-Os -std=c99 -pedantic -Wall -Wextra -Werror -ffreestanding` (tests/test_cbridge.py "
           "builds the same and fails on any warning). Bytes of `.text` / `.rodata`; `.data` and "
           "`.bss` are 0 in every object. `LOGB_CRC32C_SLICES=1` trades slice-by-8 for a bytewise "
@@ -314,9 +314,9 @@ def render(args, n, runs, d, files, crc, crc_pkg, dec, wr, verify, fw, elapsed):
         rows = []
         for name, slices, per, tt, ro in rows_fw:
             rows.append([name, f"slice-by-{slices}" if slices == 8 else "bytewise",
-                         *(f"{per[s][0]} / {per[s][1]}" for s in ("crc32c.c", "bits.c", "transpose.c", "tails.c")),
+                         *(f"{per[s][0]} / {per[s][1]}" for s in ("crc32c.c", "bits.c", "transpose.c", "tails.c", "scan.c", "decode.c")),
                          f"**{tt} / {ro}**"])
-        w(table(["target", "CRC", "crc32c.c", "bits.c", "transpose.c", "tails.c", "total text / rodata"], rows))
+        w(table(["target", "CRC", "crc32c.c", "bits.c", "transpose.c", "tails.c", "scan.c", "decode.c", "total text / rodata"], rows))
         w("")
 
     # what this shows
