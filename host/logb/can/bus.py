@@ -268,7 +268,8 @@ def group_frames(f, group, window=None):
     for s in raws:
         axis, session, cols = _collect(s, RAW_FIELDS, window)
         parts.append((rescale(axis, s.schema.axis_exp, exp), session, cols["id"].astype(np.uint32, copy=False),
-                      cols["flags"].astype(np.uint8, copy=False), cols["dlc"].astype(np.uint8, copy=False), pad(cols["data"], width)))
+                      cols["flags"].astype(np.uint8, copy=False), cols["dlc"].astype(np.uint8, copy=False),
+                      pad(cols["data"], width)))
     excl = group.exclusive_segments()
     routings = set(group.routings)
     from_messages = 0
