@@ -1,7 +1,7 @@
 """Peak memory of decoding a CAN file many times larger than a worker's memory budget.
 
 Usage: python tools/bench_rss.py [--budget-mb 200] [--factor 10] [--frames N] [--cache DIR]
-                                 [--output FILE] [--keep]
+                                 [--formats parquet,csv] [--output FILE] [--keep]
        (--output replaces the `rss` block of that file, e.g. BENCHMARKS.md, tools/benchmd.py)
 
 The budget: a worker that decodes files is given --budget-mb of memory (200 MB, the
@@ -102,7 +102,7 @@ def measure(argv):
     return info
 
 
-def run(d, budget, factor, keep=False):
+def run(d, budget, factor, keep=False, formats=("parquet", "csv")):
     path, copies = big_file(d, int(budget * factor))
     n = json.loads((d / "meta.json").read_text())["n_frames"]
     res = {"budget": budget, "factor": factor, "size": path.stat().st_size, "copies": copies, "frames": n * copies,
@@ -110,7 +110,7 @@ def run(d, budget, factor, keep=False):
     logb_cli = [sys.executable, "-m", "logb.cli.main"]
     try:
         cases = [("decode_batches(f, source=\"raw\"), nothing kept", [sys.executable, "-c", _BATCHES, path])]
-        for ext in ("parquet", "csv"):
+        for ext in formats:
             out = d / f"rss-out.{ext}"
             cases.append((f"`logb decode FILE --dbc trace.dbc -o out.{ext}`",
                           [*logb_cli, "decode", path, "--dbc", d / "trace.dbc", "-o", out]))
@@ -157,6 +157,7 @@ def main(argv=None):
     ap.add_argument("--frames", type=int, default=1_000_000, help="the bench trace's length")
     ap.add_argument("--cache", type=pathlib.Path, default=ROOT / "out" / "bench")
     ap.add_argument("--keep", action="store_true", help="keep the large file for the next run")
+    ap.add_argument("--formats", default="parquet,csv", help="the `logb decode` outputs to measure")
     ap.add_argument("--output", type=pathlib.Path, help="replace the `rss` block of this file (default: print)")
     args = ap.parse_args(argv)
     sys.path.insert(0, str(ROOT / "tools"))
@@ -165,7 +166,8 @@ def main(argv=None):
 
     d = ensure_trace(args.cache, args.frames)
     t = time.perf_counter()
-    md = section(run(d, int(args.budget_mb * 1e6), args.factor, args.keep))
+    md = section(run(d, int(args.budget_mb * 1e6), args.factor, args.keep,
+                     tuple(x for x in args.formats.split(",") if x)))
     log(f"rss: {time.perf_counter() - t:.0f} s")
     if args.output:
         benchmd.splice(args.output, "rss", md)

@@ -433,8 +433,8 @@ def _parquet(path, names, data, meta):
 
 # Rows decoded at a time over all sources together (split between them), and cells of the
 # table built at a time (a wide table's rows are as many as its columns allow): what bounds memory.
-BATCH_ROWS = 1 << 18
-WRITE_CELLS = 1 << 21
+BATCH_ROWS = 1 << 16
+WRITE_CELLS = 1 << 20
 
 
 @dataclass
