@@ -44,7 +44,8 @@ def flash(*args, capsys):
 
 def rows(out):
     """{device path: (bytes, action)} of the table `logb flash` printed."""
-    return {m[1]: (int(m[2]), m[3]) for m in re.finditer(r"^(/\S+)\s+(\d+)\s+(\S.*)$", out, re.M)}
+    return {m[1]: (int(m[2]), m[3]) for m in re.finditer(r"^(/\S+)\s+(\d+)\s+(copied|unchanged|copy unless identical)",
+                                                           out, re.M)}
 
 
 def core():
@@ -61,6 +62,7 @@ def test_dry_run_lists_the_plan(capsys):
     want = {f"/lib/logb/{m}.mpy" for m in core()} | {"/main.py"}
     assert set(table) == want
     assert table["/main.py"][0] == (BOARD / "main.py").stat().st_size
+    assert re.search(r"^/lib/logb/writer\.mpy .* firmware/logb/writer\.py$", out, re.M)
     assert all(a == "copy unless identical" for _n, a in table.values())
     assert "/config.lbcf on the board is left as it is" in out
 
@@ -83,6 +85,19 @@ def test_bytecode_only_board_leaves_the_viper_module_out(tmp_path, capsys):
     rc, out, err = flash(board, "--dry-run", capsys=capsys)
     assert rc == 0, err
     assert "/lib/logb/crc_viper.mpy" not in rows(out) and "/lib/logb/crc.mpy" in rows(out)
+
+
+def test_a_boards_lib_modules_go_with_the_package(tmp_path, capsys):
+    extra = sorted(set(p.stem for p in (ROOT / "firmware" / "logb").glob("*.py")) - set(core()))
+    if not extra:
+        pytest.skip("firmware/logb has no module beyond the core package yet")
+    board = tmp_path / "driver"
+    shutil.copytree(BOARD, board)
+    (board / "board.json").write_text((board / "board.json").read_text().replace(
+        '"lib": []', '"lib": ["logb/%s.py"]' % extra[0]))
+    rc, out, err = flash(board, "--dry-run", capsys=capsys)
+    assert rc == 0, err
+    assert set(rows(out)) == {f"/lib/logb/{m}.mpy" for m in core() + extra[:1]} | {"/main.py"}
 
 
 def test_usage_errors(tmp_path, capsys):

@@ -170,14 +170,14 @@ def compile_module(exe, src, march=None, opt=2):
         return out.read_bytes()
 
 
-def build_package(out, exe, march=None, modules=None):
-    """Compile firmware modules (default: every one of firmware/logb, board drivers included) into
+def build_package(out, exe, march=None):
+    """Compile every module of firmware/logb (board drivers included) into
     out/logb/*.mpy; returns the paths. Without `march` the native modules are left out (the board
     then runs the pure-Python CRC)."""
     dest = pathlib.Path(out) / "logb"
     dest.mkdir(parents=True, exist_ok=True)
     written = []
-    for src in modules or sorted((FIRMWARE / "logb").glob("*.py")):
+    for src in sorted((FIRMWARE / "logb").glob("*.py")):
         if src.stem in NATIVE and not march:
             continue
         path = dest / (src.stem + ".mpy")
@@ -345,6 +345,10 @@ class Device:
                 raise DeviceFullError(f"{self.port}: the board's filesystem is full writing {path} "
                                       f"({len(data)} bytes)") from None
             raise DeployError(f"{self.port}: writing {path} failed: {exc}") from None
+        except self.TransportExecError as exc:  # an mpremote that passes the board's error on as it is
+            if _is_nospace(exc.error_output):
+                raise DeviceFullError(f"{self.port}: the board's filesystem is full writing {path}") from None
+            raise DeployError(f"{self.port}: writing {path} failed: {exc.error_output.strip()}") from None
         except self.TransportError as exc:
             raise LinkError(f"{self.port}: writing {path} failed: {exc}") from None
 

@@ -50,11 +50,12 @@ def add_arguments(p):
                    help="seconds to wait for the board's REPL (default 10)")
 
 
-def _table(out, rows):
+def _table(out, rows, sources=False):
     width = max([len("file")] + [len(i.dest) for i, _ in rows])
-    print(f"{'file':<{width}}  {'bytes':>7}  action", file=out)
+    print(f"{'file':<{width}}  {'bytes':>7}  action" + ("                 from" if sources else ""), file=out)
     for item, action in rows:
-        print(f"{item.dest:<{width}}  {len(item.data):>7}  {action}", file=out)
+        print(f"{item.dest:<{width}}  {len(item.data):>7}  {action}" + (f"  {item.source}" if sources else ""),
+              file=out)
 
 
 def run(args, out):
@@ -83,9 +84,10 @@ def _run(args, out):
     if args.dry_run:
         exe, ver = deploy.pick_mpy_cross(candidates)
         items = deploy.plan(board, exe, config)
-        print(f"board {board.name} ({board.march or 'bytecode only'}): plan, with {exe} (.mpy v{ver[0]}.{ver[1]}; "
-              f"the device's version is checked when flashing)", file=out)
-        _table(out, [(i, "copy unless identical") for i in items])
+        print(f"board {board.name} ({board.march or 'bytecode only'}): {board.description}", file=out)
+        print(f"plan, compiled with {exe} (.mpy v{ver[0]}.{ver[1]}; the device's version is checked when flashing)",
+              file=out)
+        _table(out, [(i, "copy unless identical") for i in items], sources=True)
         _notes(board, config, out)
         return EXIT_OK
     from ..serial.ports import find_port
