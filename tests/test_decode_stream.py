@@ -90,6 +90,7 @@ def both(tmp_path, monkeypatch, capsys, argv, suffix, streamed=True):
     """(exit codes, bytes or tables) of `logb decode argv` batch by batch and whole."""
     monkeypatch.setattr(cli_decode, "BATCH_ROWS", 150)  # many batches of every stream
     monkeypatch.setattr(cli_decode, "WRITE_CELLS", 1500)  # and many writes of a few rows
+    monkeypatch.setattr(cli_decode, "GROUP_BYTES_PER_CELL", 0)
     calls = []
     whole = cli_decode._whole
     monkeypatch.setattr(cli_decode, "_whole", lambda *a: calls.append(1) or whole(*a))

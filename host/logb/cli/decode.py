@@ -1,6 +1,7 @@
 """logb decode: CAN signals to CSV or Parquet."""
 
 import csv
+import math
 import os
 from dataclasses import dataclass, field
 
@@ -435,6 +436,10 @@ def _parquet(path, names, data, meta):
 # table built at a time (a wide table's rows are as many as its columns allow): what bounds memory.
 BATCH_ROWS = 1 << 16
 WRITE_CELLS = 1 << 20
+# pyarrow's ParquetWriter keeps ~2 KB of metadata per column chunk until it closes (measured,
+# pyarrow 26), against ~20 bytes per cell of a row group being built: rows per row group of
+# sqrt(rows * 2000 / 20) balance the two (memory then grows as the square root of the rows).
+GROUP_BYTES_PER_CELL = 100
 
 
 @dataclass
@@ -887,6 +892,8 @@ def _stream(path, fmt, f, plan, sv, chosen, sigs, window, args, basis):
     try:
         held, count = [], 0
         step = max(WRITE_CELLS // len(names), 1)
+        if fmt != "csv":
+            step = max(step, int(math.sqrt(GROUP_BYTES_PER_CELL * rows)))
         wide = list(columns.items()) if args.layout != "long" else None
         for pieces in _merged(f, sources, basis, exp, origin, args.raw):
             held += pieces
