@@ -80,6 +80,9 @@ class Item:
 
 def load_board(spec):
     """The board named `spec` under boards/, or the board folder at path `spec`."""
+    if not (FIRMWARE / "package.json").is_file():
+        raise UsageError(f"the firmware sources are not beside this logb ({FIRMWARE}): flash from a clone of the "
+                         f"repository, with logb installed from it (pip install -e 'host[flash]')")
     folder = pathlib.Path(spec)
     if not (folder / "board.json").is_file():
         folder = BOARDS / spec
