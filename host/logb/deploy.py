@@ -286,7 +286,7 @@ class Device:
             from mpremote.transport_serial import SerialTransport
         except ImportError:
             raise UsageError("mpremote is needed to flash a board (only --dry-run works without it); "
-                             "install it with: pip install 'logb[flash]'") from None
+                             "install it with: pip install -e 'host[flash]' (in the clone)") from None
         self.TransportError, self.TransportExecError = TransportError, TransportExecError
         self.port = port
         try:
