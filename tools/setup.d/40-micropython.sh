@@ -1,7 +1,8 @@
 # for: test bench
 # Real MicroPython (issue 15): the v1.28.0 unix port with the logbc C module (64- and 32-bit),
 # mpy-cross, the logbc natmods (x64, armv6m, armv7emsp) and the qemu Cortex-M3
-# image with logbc and the firmware frozen in, built by tools/micropython_build.py
+# image with logbc and the firmware frozen in, and the qemu-repl image (a RAM
+# littlefs at /, no firmware frozen: what `logb flash` is tested against), built by tools/micropython_build.py
 # from ../shared/micropython into ~/.cache/logb/micropython (outside the tree;
 # about a minute the first time, then only what changed).
 # Debian packages for the qemu port, installed when missing (as root, tried once
@@ -29,7 +30,7 @@ _logb_micropython() {
       fi
     fi
   fi
-  "$PY" tools/micropython_build.py >&2 || echo "note: MicroPython builds incomplete (see above); the tests that need them fail" >&2
+  { "$PY" tools/micropython_build.py >&2 && "$PY" tools/micropython_build.py qemu-repl >&2; } || echo "note: MicroPython builds incomplete (see above); the tests that need them fail" >&2
   return 0
 }
 _logb_micropython || true
