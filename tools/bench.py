@@ -8,7 +8,7 @@ BENCHMARKS.md is built from marked blocks (<!-- NAME:begin --> ... <!-- NAME:end
 tools/benchmd.py), each owned by one script that replaces only its own block:
 core (this file: the pure-Python backend against its peers), formats
 (tools/bench_formats.py), can (tools/bench_can.py), cbridge
-(tools/bench_cbridge.py), verify (tools/bench_verify.py), pull (tools/bench_pull.py),
+(tools/bench_cbridge.py), verify (tools/bench_verify.py), rss (tools/bench_rss.py), pull (tools/bench_pull.py),
 boards (tools/bench_boards.py) and firmware (firmware/bench/run_bench.py: MicroPython
 1.28's unix port and qemu Cortex-M3 image, built by tools/micropython_build.py;
 skipped with a note, its block kept, when a build tool is missing). --only/--skip choose blocks;
@@ -330,6 +330,10 @@ def main(argv=None):
         benchmd.splice(args.output, "can", bench_can.section(bench_can.run(d, runs)))
         log(f"can: wrote its block of {args.output}")
     rc = 0
+    if "rss" in wanted:
+        import bench_rss  # peak RSS of a streamed decode of a file 10x a worker's budget (issue 13); splices its block
+
+        rc = bench_rss.main(["--frames", str(n), "--cache", str(args.cache), "--output", str(args.output)]) or rc
     if "cbridge" in wanted:
         import bench_cbridge  # the C backend side by side (issue 3); splices its block
 
