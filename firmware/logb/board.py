@@ -1,0 +1,154 @@
+"""The board main loop, written once for every profile (boards/*/main.py).
+
+    from logb import board
+    board.run(Profile)      # Profile declares parts; this module is the logic
+
+Profile attributes (functions are called once, at start):
+  can()            -> list of CAN sources (logb.mcp2515.MCP2515, logb.machine_can.MachineCAN)
+  storage()        -> the folder recordings go to, mounted (board.mount() helps)
+  led(), button()  -> machine.Pin or None (button: pressed reads 0)
+  serial()         -> a logb.link port (StdioPort, StreamPort) or None: serves `logb pull`
+  sensors(w)       -> optional: a function step(now) called every loop
+  CONFIG           -> the LBCF config path (`logb dbc compile`)
+  DEVICE, WRITER   -> logb.device, Writer keyword settings
+  ROTATE_BYTES     -> start a new file past this size (default 64 MiB)
+
+Files are ROOT/rec-00001.logb, the next free number. A short button press
+closes the recording and starts the next file; holding it HOLD_MS closes the
+recording and returns from run() (safe to remove the card: LED off).
+The loop itself allocates nothing (heap locked on MicroPython); a new file
+unlocks the heap while it opens and declares the next writer.
+"""
+
+from . import Writer
+from . import link as _link
+from ._port import gc_collect, ticks_add, ticks_diff, ticks_us
+
+try:
+    from micropython import heap_lock, heap_unlock
+except ImportError:  # CPython
+    def heap_lock():
+        pass
+
+    def heap_unlock():
+        pass
+
+HOLD_MS = 1500
+_BLINK_US = 500000
+
+
+def mount(bdev, root="/sd", fs="fat"):
+    """Mount a block device (sdcard.SDCard, pyb.SDCard) at root: FAT as cards
+    come, or littlefs ("lfs", power-safe; format it once with vfs.VfsLfs2.mkfs)."""
+    import vfs
+
+    vfs.mount(vfs.VfsLfs2(bdev) if fs == "lfs" else vfs.VfsFat(bdev), root)
+    return root
+
+
+def next_name(root, prefix="rec-", suffix=".logb"):
+    import os
+
+    top = 0
+    for n in os.listdir(root):
+        if n.startswith(prefix) and n.endswith(suffix):
+            try:
+                top = max(top, int(n[len(prefix):-len(suffix)]))
+            except ValueError:
+                pass
+    return "%s%05d%s" % (prefix, top + 1, suffix)
+
+
+class Board:
+    def __init__(self, profile):
+        self.p = profile
+        self.root = profile.storage().rstrip("/")
+        self.sources = profile.can()
+        self.led = profile.led() if hasattr(profile, "led") else None
+        self.btn = profile.button() if hasattr(profile, "button") else None
+        port = profile.serial() if hasattr(profile, "serial") else None
+        self.storage = _link.VfsStorage(self.root)
+        self.link = None
+        if port is not None:
+            self.link = _link.Link(port, self.storage, device=getattr(profile, "DEVICE", ""))
+        self.limit = getattr(profile, "ROTATE_BYTES", 64 << 20)
+        self.w = None
+        self.rec = None
+        self.names = []  # the files this run recorded
+        self.step = None
+
+    def open(self):
+        gc_collect()
+        p = self.p
+        name = next_name(self.root)
+        self.rec = _link.Recorder(open(self.root + "/" + name, "wb"), name)
+        self.storage.recorder = self.rec
+        self.w = w = Writer(self.rec, device=getattr(p, "DEVICE", ""), **getattr(p, "WRITER", {}))
+        w.load_config(p.CONFIG)
+        self.step = p.sensors(w) if hasattr(p, "sensors") else None
+        self.names.append(name)
+        gc_collect()
+
+    def close(self):
+        for s in self.sources:
+            s.pump(self.w)
+        self.w.close()
+        self.rec.close()
+        self.w = None
+
+    def next_file(self):
+        """Close this recording and start the next: outside the locked heap."""
+        heap_unlock()
+        self.close()
+        self.open()
+        heap_lock()
+
+    def run(self):
+        for s in self.sources:
+            s.start()
+        self.open()
+        led = self.led
+        btn = self.btn
+        down = -1  # ticks when the button went down, -1: up
+        blink = ticks_us()
+        heap_lock()
+        try:
+            while True:
+                w = self.w
+                for s in self.sources:
+                    s.pump(w)
+                now = ticks_us()
+                if self.step is not None:
+                    self.step(now)
+                w.poll()
+                if self.link is not None:
+                    self.link.poll()
+                if led is not None and ticks_diff(now, blink) >= 0:
+                    led.value(not led.value())
+                    blink = ticks_add(now, _BLINK_US)
+                if btn is not None:
+                    if not btn.value():
+                        if down < 0:
+                            down = now
+                        elif ticks_diff(now, down) >= HOLD_MS * 1000:
+                            break
+                    elif down >= 0:
+                        down = -1
+                        self.next_file()
+                if w.position >= self.limit:
+                    self.next_file()
+        finally:
+            heap_unlock()
+            if self.w is not None:
+                self.close()
+            for s in self.sources:
+                s.stop()
+            if led is not None:
+                led.value(0)
+
+
+def run(profile):
+    """Record until the button is held (or Ctrl-C); returns the Board."""
+    b = Board(profile)
+    b.run()
+    return b
