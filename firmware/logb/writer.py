@@ -72,6 +72,7 @@ _KIND_BRANCH = const(2)  # logb.can.dbc.KIND_MUX
 _MIRROR = const("mirror")  # logb.can.layout.MIRROR
 _EXCLUSIVE = const("exclusive")  # logb.can.layout.EXCLUSIVE
 # end of wire constants
+_LOST_SINK = const(b"logb.lost.sink")  # logb.tables.LOST_SINK (to move into tools/gen_wire.py's set)
 
 _HDR = const(_FRAME_HEADER_SIZE + _DATA_HEADER_SIZE)  # records start here
 _LOSSY = const(~_FLAG_EXTENDED)  # any flag but extended (or a bit no flag has): not a plain data frame
@@ -486,6 +487,7 @@ class Writer:
         self._zview = None
         self._closed = False
         self.errors = 0
+        self._sinklost = [0, 0]  # bytes the sink did not take (logb.lost.sink): low 24 bits, high bits
         self.session = session or hexlify(random_bytes(16))
         if durability == DUR_FRAME:
             dtext = "frame;write and flush after every frame; DATA frames sealed within %d ms" % flush_ms
@@ -906,17 +908,20 @@ class Writer:
                   (seq >> 32) & 0xFFFF, 0, 0, 0)
         self._ctl_emit(32)
         for st in self._streams:
-            self._put_schema(st)
+            if not self._put_schema(st):
+                return  # a config read failed: the next frame starts the segment again
         for ch in self._meta:
             self._put(ch, len(ch))
+        self._sink_loss()
         for st in self._streams:
             self._loss(st)
 
     def _put_schema(self, st):
+        """Put st's SCHEMA frame; False when the config file failed to give its payload."""
         if st.src is None:
             for ch in st.chunks:
                 self._put(ch, len(ch))
-            return
+            return True
         off, n, head, tail = st.src
         self._put(head, 8)  # the frame header; the payload comes from the config file
         sc = self._scratch
@@ -928,16 +933,18 @@ class Writer:
                 k = n if n < len(sc) else len(sc)
                 got = readinto(f, sc, k)
                 if not got:
-                    raise OSError(5)
+                    break
                 self._put(sc, got)
                 n -= got
         except OSError:
+            pass
+        if n > 0:  # the frame stays cut (no padding, no CRC: never a frame known to be wrong); a reader
+            # skips it to the next SYNC, which the next frame writes (the segment is due at once)
             self.errors += 1
-            while n > 0:  # keep the frame's length: the CRC will not match, a reader skips it
-                k = n if n < len(sc) else len(sc)
-                self._put(sc, k)
-                n -= k
+            self._seg = self._seg_max
+            return False
         self._put(tail, 4)  # the CRC, computed once at load
+        return True
 
     def _ctl_emit(self, plen):
         c = self._ctl
@@ -966,12 +973,26 @@ class Writer:
         pack_into("<IBBHI", c, 0, p - 8, _FT_META, 0, st.sid, pairs)
         self._ctl_emit(p - 8)
 
+    def _sink_loss(self):
+        """File-scope META logb.lost.sink: bytes the sink did not take, cumulative; no allocation."""
+        c = self._ctl
+        L = self._limbs
+        p = _key(c, 12, _LOST_SINK)
+        p = _lstr(c, p, L, _lsplit(L, self._sinklost, 0))
+        pack_into("<IBBHI", c, 0, p - 8, _FT_META, 0, 0, 1)
+        self._ctl_emit(p - 8)
+
+    def _open(self):
+        """Start a segment before a frame other than DATA when none is open or one is due
+        (after a failed write: the frame would otherwise land where a reader skips)."""
+        if self._seq < 0 or self._seg >= self._seg_max:
+            self._rotate()
+
     def meta(self, pairs, stream=None):
         """A META frame of (key, value) pairs: file-scope, or stream-scope for
         `stream`. Allocates (the payload, the frame: ~0.7 KB for a few pairs):
         for start-up or with the heap unlocked."""
-        if self._seq < 0:
-            self._rotate()
+        self._open()
         self._put_frame(_FT_META, stream.sid if stream else 0, meta_payload(pairs))
 
     def anchor_utc(self, days, second, ns, t=None, source="gps", uncertainty_ns=None):
@@ -992,8 +1013,7 @@ class Writer:
         if t is None:
             t = self._ticks()
         e = self._epoch(t)
-        if self._seq < 0:
-            self._rotate()  # (uses _ctl: before the frame is built there)
+        self._open()  # (uses _ctl: before the frame is built there)
         c = self._ctl
         L = self._limbs
         p = _key(c, 12, _ANCHOR_AXIS_NS)  # (e * TICKS_PERIOD + t) µs, in ns
@@ -1033,8 +1053,7 @@ class Writer:
     def attach(self, name, media_type, data):
         """An ATTACH frame (codec none): e.g. the DBC the config came from.
         Allocates the whole frame (its size plus a few hundred bytes): start-up."""
-        if self._seq < 0:
-            self._rotate()
+        self._open()
         head = _str(name) + _str(media_type) + bytes(4) + len(data).to_bytes(8, "little")
         self._put_frame(_FT_ATTACH, 0, head + bytes(data))
 
@@ -1051,9 +1070,10 @@ class Writer:
             return
         for st in self._streams:
             self._emit(st)
-        if self._seq < 0:
+        if self._seq < 0 or self._seg >= self._seg_max:
             self._rotate()
         else:
+            self._sink_loss()
             for st in self._streams:
                 self._loss(st)
         c = self._ctl
@@ -1097,29 +1117,56 @@ class Writer:
     def _spill(self):
         page = self._page
         done = self._done
+        n = page - done
         try:
             if done:
-                self._write_range(self._out, done, page - done)
+                k = self._write_range(self._out, done, n)
             else:
-                self._sink.write(self._pmv)
-        except OSError:
-            self.errors += 1
+                k = self._sink.write(self._pmv)
+        except OSError:  # (under heap_lock MicroPython raises it as its preallocated exception object)
+            k = 0
         r = self._fill - page
-        if r:
+        if k is not None and k < n:  # failed or short (None: a sink that returns nothing wrote it all)
+            self._drop(n - k + r)  # the bytes past the page are the rest of a frame cut by the loss
+            r = 0
+        elif r:
             pack_into(self._fmt[(r + 15) >> 4], self._out, 0, self._tail)
         self._fill = r
         self._done = 0
+
+    def _drop(self, n):
+        """n bytes the sink did not take: counted (logb.lost.sink), taken off the position (the
+        file offset of the next frame, END's session_bytes), and a new segment is due at the next
+        frame, so a reader resumes at its SYNC; the frame the loss cut is garbage it skips."""
+        self.errors += 1
+        c = self._sinklost
+        lo = c[0] + n
+        if lo >= 0x1000000:
+            c[1] += lo >> 24
+            lo &= 0xFFFFFF
+        c[0] = lo
+        lo = self._pos_lo - n
+        if lo < 0:
+            lo += 0x1000000
+            self._pos_hi -= 1
+        self._pos_lo = lo
+        self._seg = self._seg_max
 
     def _sync_out(self):
         """Hand the partial page to the sink and flush it (the durability point)."""
         f = self._fill
         done = self._done
         if f > done:
-            self._done = f
+            n = f - done
             try:
-                self._write_range(self._out, done, f - done)
+                k = self._write_range(self._out, done, n)
             except OSError:
-                self.errors += 1
+                k = 0
+            if k is not None and k < n:
+                self._drop(n - k)
+                self._fill = 0  # the page buffer starts again (what it held before done is written)
+                f = 0
+            self._done = f
         if self._flush is not None:
             try:
                 self._flush()
@@ -1141,5 +1188,6 @@ class Writer:
         """Counters as a dict (allocates: for the link, a status line, tests;
         not with the heap locked)."""
         return {"position": self.position, "segments": self._seq + 1, "errors": self.errors,
+                "lost_sink": self._sinklost[1] * 0x1000000 + self._sinklost[0],
                 "streams": [(st.name, st.records + st.n, st.frames, st.lost_controller, st.lost_buffer,
                                      st.lost_invalid) for st in self._streams]}

@@ -34,12 +34,47 @@ def ticks():
 w = sen = raw = sink = None
 
 
-def start(name):
+ERR = OSError(28)  # made before the lock: the sink raising an exception object it already has
+
+
+class FaultSink:
+    """A file whose every `every`-th write fails: mode "raise" raises OSError(5) made under the lock
+    (MicroPython then raises its preallocated emergency exception object), "prealloc" raises ERR,
+    "short" writes half of what it is given and says so."""
+
+    def __init__(self, f, every, mode):
+        self.f = f
+        self.every = every
+        self.mode = mode
+        self.i = 0
+
+    def write(self, buf, off=0, n=-1):
+        if n < 0:
+            n = len(buf) - off
+        self.i += 1
+        if self.i % self.every:
+            return self.f.write(buf, off, n)
+        if self.mode == "raise":
+            raise OSError(5)
+        if self.mode == "prealloc":
+            raise ERR
+        return self.f.write(buf, off, n // 2)
+
+    def flush(self):
+        self.f.flush()
+
+    def close(self):
+        self.f.close()
+
+
+def start(name, fault=None):
     """A fresh writer per section: a MemoryError leaves its writer mid-frame, and must not fail the next one."""
     global w, sen, raw, sink
     w = sen = raw = None
     gc.collect()
     sink = open(OUT + "/" + name + ".logb", "wb")
+    if fault:
+        sink = FaultSink(sink, 50, fault)
     w = logb.Writer(sink, device="locked", session="1c" * 16, ticks=ticks, segment_bytes=1 << 30, flush_ms=100)
     w.load_config(CFG)
     sen = w.add_sensor("coolant", [("temp", "h", "degC", -40.0, 0.125), ("ok", "B", "")])
@@ -149,6 +184,20 @@ def rotation(k):
     return w._seq - s0
 
 
+def sink_fault(k):
+    """CAN frames through a sink failing every 50th write: each failure costs the frames it cut
+    and starts a segment (SYNC, every SCHEMA from the config file, META)."""
+    s0 = w._seq
+    n = len(MESSAGES)
+    for i in range(k):
+        clk[0] += 50
+        cid, fl, d = MESSAGES[i % n]
+        w.append_can(clk[0], cid, d, fl)
+    return w._seq - s0
+
+
+FAULTS = (("sink_raises", "raise"), ("sink_raises_prealloc", "prealloc"), ("sink_short", "short"))
+
 PATHS = (("raw_bus", raw_bus, 4000), ("per_message", per_message, 4000),
          ("sensor_pend_finish", sensor_pend_finish, 500), ("sensor_append", sensor_append, 500),
          ("loss_counters", loss_counters, 200), ("anchors", anchors, 200), ("poll", poll, 500),
@@ -189,4 +238,14 @@ for name, fn, k in PATHS:
         totals["errors"] += w.errors
     sink.close()
 res["totals"] = totals
+for name, mode in FAULTS:
+    start(name, mode)
+    sink_fault(500)
+    locked(sink_fault, 6000)
+    res[name] = {"ok": BOX[1] is None, "did": BOX[0]}
+    if BOX[1] is None:
+        w.close()
+        res[name].update(errors=w.errors, lost_sink=w.stats()["lost_sink"],
+                         records=sum(st.records for st in w.streams))
+    sink.close()
 print("RESULT " + json.dumps(res))

@@ -147,6 +147,40 @@ def test_locked_path_recording_reads_back(locked_run, path):
         assert len(f.segments) > res[path]["did"] >= 5
 
 
+FAULT_PATHS = ["sink_raises", "sink_raises_prealloc", "sink_short"]
+
+
+@pytest.mark.parametrize("path", FAULT_PATHS)
+def test_sink_fault_handling_allocates_nothing(locked_run, path):
+    """A sink failing every 50th write (raising an exception made under the lock, raising one it
+    holds, writing half): the writer's handling (count, resynchronise) allocates nothing."""
+    res, _ = locked_run
+    assert res[path]["ok"], f"{path}: the writer's fault handling allocated under heap_lock"
+    assert res[path]["did"] >= 4, f"{path}: the failures did not each start a segment: {res[path]}"
+
+
+@pytest.mark.parametrize("path", FAULT_PATHS)
+def test_sink_fault_recording_states_its_loss(locked_run, path):
+    """What the failing sink took reads back with the writer's count of what it did not take in
+    logb.lost.sink (END's session_bytes agrees with it), and every segment after a failure reads:
+    only the frames a failed write cut are lost."""
+    res, out = locked_run
+    r = res[path]
+    if not r["ok"]:
+        pytest.fail(f"{path} allocated: its recording was interrupted")
+    f = logb.LogbFile((out / f"{path}.logb").read_bytes())
+    f.validate()
+    se = f.sessions[0]
+    assert r["lost_sink"] > 0 and r["errors"] > 0
+    assert se.meta["logb.lost.sink"] == str(r["lost_sink"]) and se.ended
+    assert not [n for n in f.report.notes if "session_bytes" in n.message]
+    got = sum(s.records for s in f.streams.values())
+    assert 0 < got < r["records"]
+    lost_frames = r["records"] - got
+    # a failed 512-byte page holds at most ~a page of records, and cuts one frame before it
+    assert lost_frames <= r["errors"] * (512 // 9 + 64)
+
+
 def synth_dbc(n, path):
     """A DBC of n 8-byte messages, one signal each (the RAM sweep's configs)."""
     lines = ['VERSION ""', "", "NS_ :", "", "BS_:", "", "BU_: ECU", ""]
