@@ -23,6 +23,22 @@ except ImportError:  # CPython
 _T0 = [ticks_us()]
 SDCard = None  # the test sets the card: a boards/simparts/sdcard.py SDCard
 _PINS = {}  # pin id -> function(elapsed µs) -> level
+_DEVS = {}  # pin id or ("spi", bus) -> the simulated part's own pin / SPI (an MCP2515Chip's)
+_SYNC = [None]  # called before a part is touched: lets a part's clock catch up with real time
+
+
+def attach(key, dev):
+    """Route Pin(key) / SPI(bus) (key ("spi", bus)) to a part's object."""
+    _DEVS[key] = dev
+
+
+def on_touch(fn):
+    _SYNC[0] = fn
+
+
+def _sync():
+    if _SYNC[0] is not None:
+        _SYNC[0]()
 
 
 def elapsed_us():
@@ -44,8 +60,14 @@ class Pin:
         self.id = pid
         self.v = value or 0
         self.handler = None
+        self.dev = _DEVS.get(pid)
+        if self.dev is not None and value is not None:
+            self.dev.value(value)
 
     def value(self, v=None):
+        if self.dev is not None:
+            _sync()
+            return self.dev.value(v)
         if v is None:
             fn = _PINS.get(self.id)
             if fn is not None:
@@ -53,14 +75,41 @@ class Pin:
             return self.v
         self.v = v
 
+    def __call__(self, v=None):
+        return self.value(v)
+
     def on(self):
-        self.v = 1
+        self.value(1)
 
     def off(self):
-        self.v = 0
+        self.value(0)
 
     def irq(self, handler=None, trigger=IRQ_FALLING, hard=False):
         self.handler = handler
+        if self.dev is not None:
+            self.dev.irq(handler, trigger, hard)
+
+
+class SPI:
+    """SPI(bus, baudrate=..., sck=, mosi=, miso=) delegating to the attached part."""
+
+    def __init__(self, bus, baudrate=1000000, **kw):
+        self.dev = _DEVS.get(("spi", bus))
+
+    def write(self, buf):
+        _sync()
+        return self.dev.write(buf)
+
+    def readinto(self, buf, write=0):
+        _sync()
+        return self.dev.readinto(buf, write)
+
+    def write_readinto(self, wbuf, rbuf):
+        _sync()
+        return self.dev.write_readinto(wbuf, rbuf)
+
+
+SoftSPI = SPI
 
 
 class CAN:

@@ -23,13 +23,34 @@ while p < len(blob):
     trace.append((t, cid, blob[p + 8], bytes(blob[p + 10:p + 10 + n])))
     p += 10 + n
 machine.CAN.trace = trace
+chip = None
+if sys.argv[4] == "mcp2515":  # the MCP2515 profiles: the simulated chip on the CAN SPI bus, clocked by real time
+    import time
+
+    import mcp2515_chip
+
+    pins = __import__("pins")
+    clk = mcp2515_chip.Clock(0, period=time.ticks_add(0, -1) + 1)
+    chip = mcp2515_chip.MCP2515Chip(clk, 500_000, 10_000_000)
+    machine.attach(("spi", pins.CAN_SPI), chip.spi)
+    machine.attach(pins.CAN_CS, chip.cs)
+    machine.attach(pins.CAN_INT, chip.int_pin)
+    chip.feed(trace, start=200000)
+
+    def catch_up():
+        d = machine.elapsed_us() - clk.now
+        if d > 0:
+            clk.advance(d)
+
+    machine.on_touch(catch_up)
 card = sdcard.SDCard(path=work + "/sd.img")
 vfs.VfsFat.mkfs(card)  # a fresh card, formatted as cards come
-machine.SDCard = lambda *a, **k: card
+machine.SDCard = sdcard.SDCard = lambda *a, **k: card  # the port's SD class or micropython-lib's over SPI
 end = trace[-1][0]
 pins = __import__("pins")
 machine.script_pin(pins.BUTTON, lambda us: 0 if 1000000 <= us < 1200000 or us >= end + 300000 else 1)
-from logb import board, machine_can  # noqa: E402,F401  (imported before / moves: sys.path is host paths)
+from logb import board, machine_can, mcp2515  # noqa: E402,F401  (imported before / moves: sys.path is host paths)
+import sdcard  # noqa: E402,F401,F811
 
 main = open(board_dir + "/main.py").read()
 # the device's root is the work folder: /config.lbcf is work/config.lbcf
@@ -41,9 +62,14 @@ _run = board.run
 board.run = lambda profile: runs.append(_run(profile))
 exec(main, {"__name__": "__main__"})
 b = runs[0]
-can = b.sources[0].can
+if chip is None:
+    can = b.sources[0].can
+    lost = [i for i in range(len(trace)) if can.lost[i]]
+    counted = can.overruns
+else:
+    lost = [i for i in range(len(trace)) if chip.outcome[i] != mcp2515_chip.RECEIVED]
+    counted = chip.overflows  # the chip sets its overflow flag once per run of lost frames
 for n in b.names:
     with open("/sd/" + n, "rb") as f, open("/out/" + n, "wb") as g:
         g.write(f.read())
-print("RESULT " + json.dumps({"files": b.names, "lost": [i for i in range(len(trace)) if can.lost[i]],
-                              "overruns": can.overruns, "errors": b.w.errors if b.w else 0}))
+print("RESULT " + json.dumps({"files": b.names, "lost": lost, "overruns": counted, "errors": b.w.errors if b.w else 0}))
