@@ -7,14 +7,14 @@ from importlib import metadata
 
 from ..errors import (LinkError, LogbError, NotFoundError, NothingToDecodeError, NotLogbError, TransferError,
                       TransferInterrupted, UnsupportedVersionError, UsageError)
-from . import (cat, dbc, decode, dump, export, flash, import_, info, plot, pull, record, replay, stats, tail,
-               transport, verify)
+from . import (cat, dbc, decode, dump, export, flash, import_, info, plot, pull, record, recover_fat, replay, stats,
+               tail, transport, verify)
 from .common import (EXIT_DAMAGED, EXIT_INTERRUPTED, EXIT_NO_DEVICE, EXIT_NOT_LOGB, EXIT_OK, EXIT_UNSUPPORTED,
                      EXIT_USAGE)
 
 COMMANDS = {"info": info, "verify": verify, "dump": dump, "cat": cat, "export": export, "dbc": dbc, "decode": decode,
             "import": import_, "stats": stats, "plot": plot, "pull": pull, "tail": tail, "record": record,
-            "replay": replay, "transport": transport, "flash": flash}
+            "replay": replay, "transport": transport, "flash": flash, "recover-fat": recover_fat}
 
 EPILOG = """\
 the common path, with a trace and a DBC (every reading command takes a candump
