@@ -18,7 +18,8 @@ With --json the output is one JSON object (a public contract, see README):
 The recording's start, end and duration (UTC when dated), per CAN bus its
 frames and distinct ids, and per per-message stream its CAN id; per stream
 the frames its writer lost and counted (logb.lost.controller, .buffer,
-.invalid: "lost" in --json). Streams without a record (a DBC's messages
+.invalid: "lost" in --json); per session the bytes its writer could not
+write to its medium (logb.lost.sink: "lost_sink" in --json). Streams without a record (a DBC's messages
 never on the bus) are counted, not listed, unless --all. FILE may be a CAN
 trace, read directly (frames no record holds are counted as invalid).
 
@@ -60,6 +61,7 @@ def summary(f):
             if "logb.can.id" in entry["meta"] or "logb.can.id" in s.schema.meta_dict():
                 entry["can_id"] = s.schema.meta_dict().get("logb.can.id")
         streams.append(entry)
+    lost_sink = sink_lost(f)
     return {
         "size": rep.size,
         "version": f"{rep.header.major}.{rep.header.minor}" if rep.header else None,
@@ -73,6 +75,7 @@ def summary(f):
                 "first_offset": se.first_offset,
                 "segments": len(se.segments),
                 "ended": se.ended,
+                "lost_sink": lost_sink.get(se.index, 0),
                 "meta": se.meta,
                 "anchors": [
                     {"axis_ns": a.axis_ns, "wall_ns": a.wall_ns, "source": a.source,
@@ -142,6 +145,27 @@ def buses(f):
             for name, b in all_bus_frames(f).items()]
 
 
+LOST_SINK = "logb.lost.sink"  # (belongs in logb.tables with the other loss keys)
+
+
+def sink_lost(f):
+    """Per session index, the bytes its writer produced and the sink did not take (file-scope META
+    logb.lost.sink, SPEC §4.5, cumulative: the last value the session states); sessions stating 0 or
+    nothing are left out, an unreadable value is -1 (a loss of unknown size)."""
+    out = {}
+    for se in f.sessions:
+        v = se.meta.get(LOST_SINK)
+        if v is not None and v != "0":
+            out[se.index] = int(v) if v.isascii() and v.isdigit() else -1
+    return out
+
+
+def sink_text(n):
+    size = "an unreadable count of" if n < 0 else f"{n}"
+    return (f"the writer could not write {size} bytes to its medium (failed or short writes, "
+            f"logb.lost.sink): the frames in them are missing")
+
+
 def intact(f):
     """No damage, no truncation, no rejected records, no malformed frames."""
     return (f.report.clean and not any(s.rejected for s in f.streams.values())
@@ -156,6 +180,8 @@ def _human(info, out, all_streams=False):
     for se in info["sessions"]:
         w(f"session {se['index']}: id={se['id']} time_base={se['time_base']} ({se['basis']}) "
           f"segments={se['segments']} {'closed' if se['ended'] else 'not closed'}\n")
+        if se["lost_sink"]:
+            w(f"  LOST: {sink_text(se['lost_sink'])}\n")
         for a in se["anchors"]:
             unc = "unknown" if a["uncertainty_ns"] is None else f"±{a['uncertainty_ns']} ns"
             w(f"  anchor axis={a['axis_ns']} ns → wall={a['wall_ns']} ns ({a['source']}, {unc})\n")

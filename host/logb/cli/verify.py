@@ -2,9 +2,10 @@
 
 from ..verify import default_jobs, verify
 from .common import EXIT_DAMAGED, EXIT_OK, add_recover, dumps, open_logb
-from .info import intact
+from .info import intact, sink_lost, sink_text
 
-HELP = "check every frame's CRC and every record; exit 0 intact, 1 damaged, 2 not Logb"
+EXIT_SINK_LOST = 4  # intact as read, but its writer states bytes it could not write (logb.lost.sink)
+HELP = "check every frame's CRC and every record; exit 0 intact, 1 damaged, 2 not Logb, 4 writer lost data"
 DESCRIPTION = """\
 Check the file header, every frame's CRC-32C, and decode every DATA frame
 as far as anything can reject it (no columns are built), on --jobs cores.
@@ -13,7 +14,10 @@ Exit status (for scripts):
   0  intact: no damage, no truncation, no rejected records
   1  damaged or truncated, or records that could not be decoded
   2  not a Logb file
-  3  a Logb version this reader does not support"""
+  3  a Logb version this reader does not support
+  4  every frame read is intact, but the writer states that its medium did not
+     take some of what it wrote (logb.lost.sink: failed or short writes; the
+     frames in them are missing). Damage as well exits 1; both are printed."""
 
 
 def add_arguments(p):
@@ -46,14 +50,19 @@ def run(args, out):
             "skipped": [s.as_json() for s in rep.skipped],
             "truncated": rep.truncated,
             "truncated_at": rep.truncated_at,
+            "lost_sink": {str(i): n for i, n in sink_lost(f).items()},
         }
     if args.json:
         out.write(dumps(verdict) + "\n")
     else:
-        state = "OK" if ok else "DAMAGED"
+        state = "DAMAGED" if not ok else "DATA LOST BY THE WRITER" if verdict["lost_sink"] else "OK"
         out.write(f"{args.file}: {state}: {verdict['frames']} frames, {verdict['records']} records, "
                   f"{verdict['rejected']} rejected, {len(verdict['skipped'])} skipped ranges"
                   f"{', truncated' if rep.truncated else ''}\n")
         for s in verdict["skipped"]:
             out.write(f"  skipped {s['start']}..{s['end']}: {s['cause']}\n")
-    return EXIT_OK if ok else EXIT_DAMAGED
+        for i, n in verdict["lost_sink"].items():
+            out.write(f"  LOST in session {i}: {sink_text(n)}\n")
+    if not ok:
+        return EXIT_DAMAGED
+    return EXIT_SINK_LOST if verdict["lost_sink"] else EXIT_OK
