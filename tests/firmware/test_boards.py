@@ -53,5 +53,9 @@ def test_profile_records_the_trace(name, can, tmp_path):
         b = bus_frames(f)
         got += [(int(b.id[i]), int(b.flags[i]), bytes(b.data[i][:int(b.dlc[i])])) for i in range(len(b))]
     want = [(cid, fl, d) for i, (t, cid, fl, d) in enumerate(frames) if i not in lost]
-    assert got == want
+    # frames read in one pump can share a timestamp, and the host merges the per-message streams with the
+    # raw bus stream by time: the order among equal times is not recorded, each id's own order is
+    assert sorted(got) == sorted(want)
+    for cid in {f[0] for f in want}:
+        assert [f for f in got if f[0] == cid] == [f for f in want if f[0] == cid]
     assert counted == res["overruns"]  # MCP2515: one per overflow-flag set (a lower bound of the frames)
