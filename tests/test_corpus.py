@@ -133,8 +133,25 @@ def test_info(name):
         got = [{"name": a["name"], "media_type": a["media_type"], "raw_size": a["raw_size"],
                 "available": a["problem"] is None} for a in info["attachments"]]
         assert got == expect["attachments"]
+    if "lost_sink" in expect:
+        assert [se["lost_sink"] for se in info["sessions"]] == expect["lost_sink"]
     noted = {n["offset"] for n in info["notes"]}
     assert set(expect.get("reported", ())) <= noted
+
+
+def test_sink_loss_expectations_have_both_polarities():
+    verdicts = {_expect(n)["verify"] for n in NAMES if "verify" in _expect(n)}
+    assert verdicts == {0, 4}
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if "verify" in _expect(n)])
+def test_verify_reports_sink_losses(name):
+    """verify's exit status and its JSON verdict state what the writer could not write (SPEC §4.5)."""
+    expect = _expect(name)
+    code, out = _cli("verify", "--json", str(CORPUS / f"{name}.logb"))
+    assert code == expect["verify"]
+    lost = {str(i): n for i, n in enumerate(expect["lost_sink"]) if n}
+    assert json.loads(out)["lost_sink"] == lost
 
 
 @pytest.mark.parametrize("name", _params("info_exit"))

@@ -539,6 +539,44 @@ def loss_counters():
     }
 
 
+def _sink_segments(first, second):
+    """Two segments of one session, each restating the session and logb.lost.sink (`first`, then
+    `second`): what the device writer writes when a write between its frames failed."""
+    u = U(0x5C)
+    b = Build(hm.header(), hm.sync(0), u8_stream(u, "sunk", step=10))
+    b.put(hm.meta([("logb.session", "5c" * 16), ("logb.lost.sink", first)]))
+    b.put(hm.data(1, bytes([1, 2]), 2, base=0))
+    b.put(hm.sync(1) + u8_stream(u, "sunk", step=10))
+    b.put(hm.meta([("logb.session", "5c" * 16), ("logb.lost.sink", second)]))
+    b.put(hm.data(1, bytes([5]), 1, base=40))
+    return b.buf, {
+        "exit": 0, "truncated": False, "sessions": 1, "skipped": [], "strict": None,
+        "streams": streams((u, "sunk", 3, 0)),
+        "records": u8_records(u, "sunk", [1, 2], step=10) + u8_records(u, "sunk", [5], base=40),
+    }
+
+
+@fixture("sink losses: a file-scope logb.lost.sink of 120 in the second segment (bytes its writer could "
+         "not write, the frames between records 2 and 5): the file is intact, the session states 120 lost "
+         "bytes, verify exits 4", "§4.5")
+def sink_loss_counted():
+    data, expect = _sink_segments("0", "120")
+    return data, {**expect, "lost_sink": [120], "verify": 4}
+
+
+@fixture("sink losses: logb.lost.sink restated as 0 in every segment: nothing lost, verify exits 0", "§4.5")
+def sink_loss_zero():
+    data, expect = _sink_segments("0", "0")
+    return data, {**expect, "lost_sink": [0], "verify": 0}
+
+
+@fixture("sink losses: a logb.lost.sink that is no decimal count states a loss of unknown size (-1 in "
+         "info --json): verify exits 4", "§4.5")
+def sink_loss_unreadable():
+    data, expect = _sink_segments("0", "12 bytes")
+    return data, {**expect, "lost_sink": [-1], "verify": 4}
+
+
 @fixture("runs: RUN frames declare run 1 and 2; DATA frames carry run_id; each run's axis restarts",
          "§6.5, §8.1")
 def runs():
