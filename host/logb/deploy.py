@@ -195,7 +195,8 @@ def plan(board, exe, config=None, native=True):
     /lib/logb, the board's files to /, then the config. `config` is (bytes, where from) or None;
     native=False leaves the viper modules out (a device without the native emitter)."""
     items = []
-    for src in core_modules() + [FIRMWARE / f for f in board.lib]:
+    # the board drivers are in the package too (mip installs them with it): a lib module listed there goes once
+    for src in dict.fromkeys(core_modules() + [FIRMWARE / f for f in board.lib]):
         if src.stem in NATIVE and not (native and board.march):
             continue
         rel = src.relative_to(FIRMWARE)
