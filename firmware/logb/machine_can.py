@@ -1,12 +1,19 @@
 """CAN sources for the board loop (logb.board) on the controllers MicroPython
-drives itself: `machine.CAN` (stm32, MicroPython 1.28) and `pyb.CAN`.
+drives itself: `machine.CAN` (stm32, MicroPython 1.28) and `pyb.CAN` (stm32
+before 1.28, and CAN FD on H7).
 
 Contract (shared with logb.mcp2515): start(), pump(w) -> frames moved,
 stop(), status() -> dict. pump() receives into one preallocated result list
-(`recv(list)` reuses it and its memoryview: no allocation per frame) and
-reads the controller's overrun counter through `get_counters(list)` into a
-preallocated list too; new overruns go to w.lost(controller=n).
-Timestamps are taken when pump() reads the frame (machine.CAN gives none).
+(`recv` reuses it and resizes its memoryview in place: no allocation per
+frame); new losses go to w.lost(controller=n). Timestamps are taken when
+pump() reads the frame (neither API gives the receive time).
+
+Losses: machine.CAN counts every frame its FIFO dropped (get_counters()
+rx_overruns, read into a preallocated list). pyb.CAN counts nothing
+(info() holds TEC/REC, error-state entries and pending counts, no
+overruns); it calls rxcallback(fifo, fn) with reason 2 on each FIFO overrun
+interrupt, which PybCAN counts: one per lost frame while that interrupt is
+served between frames, fewer (a lower bound) when interrupts are held off.
 """
 
 try:
@@ -21,6 +28,7 @@ _FLAG_EXT = const(2)  # machine.CAN.FLAG_EXT_ID
 _MODE_NORMAL = const(0)  # machine.CAN.MODE_NORMAL
 _MODE_SILENT = const(3)  # machine.CAN.MODE_SILENT: listen-only, no ACK
 _OVERRUNS = const(7)  # get_counters() index of rx_overruns
+_LOST = const(2)  # pyb.CAN rxcallback reason: a message lost, the FIFO full
 
 
 class MachineCAN:
@@ -72,3 +80,62 @@ class MachineCAN:
     def status(self):
         c = self.can.get_counters()
         return {"tec": c[0], "rec": c[1], "overflows": c[_OVERRUNS], "frames": self.frames}
+
+
+class PybCAN:
+    """pyb.CAN(bus, mode, baudrate=...) as a board-loop CAN source, on one FIFO.
+    filters: (id, mask, extended) each to a MASK32 bank; None: one bank with a
+    zero mask (no bit compared: every frame, standard or extended)."""
+
+    def __init__(self, can_cls, bus=1, bitrate=500000, listen_only=True, filters=None, ticks=ticks_us, fifo=0):
+        self.cls = can_cls
+        self.bus = bus
+        self.bitrate = bitrate
+        self.listen_only = listen_only
+        self.filters = filters
+        self.ticks = ticks
+        self.fifo = fifo
+        self.can = None
+        self.lst = [0, False, False, 0, memoryview(bytearray(8))]
+        self.overflows = 0  # rxcallback reason-2 calls (an IRQ: an int add, nothing allocated)
+        self.seen = 0  # overflows already counted
+        self.frames = 0
+
+    def _cb(self, bus, reason):
+        if reason == _LOST:
+            self.overflows += 1
+
+    def start(self):
+        c = self.cls
+        can = self.can = c(self.bus, c.SILENT if self.listen_only else c.NORMAL, baudrate=self.bitrate)
+        for bank, (i, m, e) in enumerate(self.filters or [(0, 0, False)]):
+            can.setfilter(bank, c.MASK32, self.fifo, (i, m), extframe=e)
+        self.seen = self.overflows
+        can.rxcallback(self.fifo, self._cb)
+
+    def pump(self, w):
+        can = self.can
+        lst = self.lst
+        fifo = self.fifo
+        tk = self.ticks
+        n = 0
+        while can.any(fifo):
+            can.recv(fifo, lst)
+            w.append_can(tk(), lst[0], lst[4], (1 if lst[1] else 0) | (2 if lst[2] else 0))
+            n += 1
+        k = self.overflows - self.seen
+        if k:
+            self.seen += k
+            w.lost(controller=k)
+        self.frames += n
+        return n
+
+    def stop(self):
+        if self.can is not None:
+            self.can.rxcallback(self.fifo, None)
+            self.can.deinit()
+
+    def status(self):
+        i = self.can.info()
+        return {"tec": i[0], "rec": i[1], "warning": i[2], "passive": i[3], "bus_off": i[4],
+                "overflows": self.overflows, "frames": self.frames}

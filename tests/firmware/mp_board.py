@@ -23,6 +23,11 @@ while p < len(blob):
     trace.append((t, cid, blob[p + 8], bytes(blob[p + 10:p + 10 + n])))
     p += 10 + n
 machine.CAN.trace = trace
+if sys.argv[4] == "pyb":  # a firmware with pyb.CAN and no machine.CAN
+    import pyb
+
+    sys.modules["pyb"] = pyb
+    del machine.CAN
 chip = None
 if sys.argv[4] == "mcp2515":  # the MCP2515 profiles: the simulated chip on the CAN SPI bus, clocked by real time
     import time
@@ -65,11 +70,12 @@ b = runs[0]
 if chip is None:
     can = b.sources[0].can
     lost = [i for i in range(len(trace)) if can.lost[i]]
-    counted = can.overruns
+    counted = can.overruns  # pyb: the rxcallback calls, one per frame dropped
 else:
     lost = [i for i in range(len(trace)) if chip.outcome[i] != mcp2515_chip.RECEIVED]
     counted = chip.overflows  # the chip sets its overflow flag once per run of lost frames
 for n in b.names:
     with open("/sd/" + n, "rb") as f, open("/out/" + n, "wb") as g:
         g.write(f.read())
-print("RESULT " + json.dumps({"files": b.names, "lost": lost, "overruns": counted, "errors": b.w.errors if b.w else 0}))
+print("RESULT " + json.dumps({"source": type(b.sources[0]).__name__, "files": b.names, "lost": lost,
+                              "overruns": counted, "errors": b.w.errors if b.w else 0}))
