@@ -17,7 +17,9 @@ Files are ROOT/rec-00001.logb, the next free number. A short button press
 closes the recording and starts the next file; holding it HOLD_MS closes the
 recording and returns from run() (safe to remove the card: LED off).
 The loop itself allocates nothing (heap locked on MicroPython); a new file
-unlocks the heap while it opens and declares the next writer.
+unlocks the heap while it opens and declares the next writer, and the serial
+link runs unlocked (its requests are parsed on the heap: a pull can cost a
+garbage collection in the loop).
 """
 
 from . import Writer
@@ -122,7 +124,11 @@ class Board:
                     self.step(now)
                 w.poll()
                 if self.link is not None:
+                    # a request is parsed and a file opened on the heap (logb.link): unlocked while it
+                    # runs; a pull streams from preallocated buffers
+                    heap_unlock()
                     self.link.poll()
+                    heap_lock()
                 if led is not None and ticks_diff(now, blink) >= 0:
                     led.value(not led.value())
                     blink = ticks_add(now, _BLINK_US)

@@ -1,5 +1,10 @@
 # A board profile's main.py on the unix port against boards/simparts: argv = board folder, simparts
-# folder, work folder (frames.bin, config.lbcf, sd.img: a FAT image; out/ gets the recordings).
+# folder, work folder (frames.bin, config.lbcf, sd.img: a FAT image; out/ gets the recordings), CAN
+# part (machine, pyb, mcp2515), and optionally a JSON file of what the test changes in the profile:
+#   rotate: ROTATE_BYTES; fs: "lfs" (the card formatted and mounted as littlefs); sensor: a sensor
+#   stream "coolant" stepped every 10 ms by the loop's sensor hook; tty: the serial link on that tty,
+#   the recordings in work/sdp (a host folder, so the test sees them) and the loop stopped (button held)
+#   once a host pulled something after the second file started and left link mode.
 # Button: a short press at 1.0 s of the trace (a new file), held from 0.3 s after its end (stop).
 import json
 import sys
@@ -7,6 +12,7 @@ import sys
 import vfs
 
 board_dir, parts, work = sys.argv[1], sys.argv[2], sys.argv[3]
+opts = json.load(open(sys.argv[5])) if len(sys.argv) > 5 else {}
 sys.path.insert(0, parts)
 sys.path.insert(0, board_dir)
 import machine  # noqa: E402  (boards/simparts/machine.py)
@@ -29,9 +35,9 @@ if sys.argv[4] == "pyb":  # a firmware with pyb.CAN and no machine.CAN
     sys.modules["pyb"] = pyb
     del machine.CAN
 chip = None
-if sys.argv[4] == "mcp2515":  # the MCP2515 profiles: the simulated chip on the CAN SPI bus, clocked by real time
-    import time
+import time  # noqa: E402
 
+if sys.argv[4] == "mcp2515":  # the MCP2515 profiles: the simulated chip on the CAN SPI bus, clocked by real time
     import mcp2515_chip
 
     pins = __import__("pins")
@@ -49,13 +55,62 @@ if sys.argv[4] == "mcp2515":  # the MCP2515 profiles: the simulated chip on the 
 
     machine.on_touch(catch_up)
 card = sdcard.SDCard(path=work + "/sd.img")
-vfs.VfsFat.mkfs(card)  # a fresh card, formatted as cards come
+if opts.get("fs") == "lfs":
+    vfs.VfsLfs2.mkfs(card)  # formatted once, as the README says
+else:
+    vfs.VfsFat.mkfs(card)  # a fresh card, formatted as cards come
 machine.SDCard = sdcard.SDCard = lambda *a, **k: card  # the port's SD class or micropython-lib's over SPI
 end = trace[-1][0]
 pins = __import__("pins")
-machine.script_pin(pins.BUTTON, lambda us: 0 if 1000000 <= us < 1200000 or us >= end + 300000 else 1)
-from logb import board, machine_can, mcp2515  # noqa: E402,F401  (imported before / moves: sys.path is host paths)
+from logb import board, machine_can, mcp2515, schema  # noqa: E402,F401  (imported before / moves: sys.path is host paths)
 import sdcard  # noqa: E402,F401,F811
+
+B = [None]  # the Board
+if "tty" in opts:
+    import mp_board_tty  # noqa: E402
+
+    port = mp_board_tty.TtyPort(opts["tty"])
+
+    def pulled():
+        ln = B[0].link
+        return len(B[0].names) >= 2 and ln.requests > 0 and not ln.active
+
+    machine.script_pin(pins.BUTTON, lambda us: 0 if 1000000 <= us < 1200000 or us >= end + 300000 and pulled()
+                       else 1)
+else:
+    machine.script_pin(pins.BUTTON, lambda us: 0 if 1000000 <= us < 1200000 or us >= end + 300000 else 1)
+if opts.get("fs") == "lfs":
+    _mount = board.mount
+    board.mount = lambda bdev, root="/sd", fs="fat": _mount(bdev, root, "lfs")
+SENSED = [0, 0]  # records appended, next due (ticks)
+
+
+def sensors(w):
+    s = w.add_sensor("coolant", [("n", "I", ""), ("ok", "B", "")])
+
+    def step(now):
+        if time.ticks_diff(now, SENSED[1]) >= 0:
+            s.append(now, SENSED[0], 1)
+            SENSED[0] += 1
+            SENSED[1] = time.ticks_add(now, 10000)
+    return step
+
+
+class _Board(board.Board):
+    def __init__(self, profile):
+        if "rotate" in opts:
+            profile.ROTATE_BYTES = opts["rotate"]
+        if opts.get("sensor"):
+            SENSED[1] = time.ticks_us()
+            profile.sensors = sensors
+        if "tty" in opts:
+            profile.serial = lambda: port
+            profile.storage = lambda: "/sdp"
+        B[0] = self
+        super().__init__(profile)
+
+
+board.Board = _Board
 
 main = open(board_dir + "/main.py").read()
 # the device's root is the work folder: /config.lbcf is work/config.lbcf
@@ -75,7 +130,8 @@ else:
     lost = [i for i in range(len(trace)) if chip.outcome[i] != mcp2515_chip.RECEIVED]
     counted = chip.overflows  # the chip sets its overflow flag once per run of lost frames
 for n in b.names:
-    with open("/sd/" + n, "rb") as f, open("/out/" + n, "wb") as g:
+    with open(b.root + "/" + n, "rb") as f, open("/out/" + n, "wb") as g:
         g.write(f.read())
 print("RESULT " + json.dumps({"source": type(b.sources[0]).__name__, "files": b.names, "lost": lost,
+                              "sensed": SENSED[0], "requests": b.link.requests if b.link else 0,
                               "overruns": counted, "errors": b.w.errors if b.w else 0}))

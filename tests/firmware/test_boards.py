@@ -8,14 +8,22 @@ controller lost. The loss counters equal what the controller counts: every
 frame for machine.CAN, every overflow-flag set for the MCP2515 (a lower bound).
 A short button press at 1 s starts a second file; holding it stops the loop."""
 
+import io
+import json
+import sys
+
 import pytest
 
 import logb
 from logb.can.bus import bus_frames
+from logb.cli.main import main as logb_main
 
 import fwload
 import fwtools
 import mpreal
+
+sys.path.insert(0, str(fwload.ROOT / "tests" / "serial"))
+import rig  # noqa: E402
 
 pytestmark = pytest.mark.single_backend
 
@@ -28,36 +36,126 @@ def trace_2s():
     return [f for f in fwtools.read_candump(TRACE, limit=4000) if f[0] < 2_000_000]
 
 
-@pytest.mark.parametrize("name,can", [("stm32", "machine"), ("stm32", "pyb"), ("rp2040-mcp2515", "mcp2515"),
-                                      ("esp32-mcp2515", "mcp2515")])
-def test_profile_records_the_trace(name, can, tmp_path):
-    frames = trace_2s()
+def setup(tmp_path, frames, **opts):
+    """The work folder mp_board.py takes; returns its extra argv (the options file) or []."""
     (tmp_path / "frames.bin").write_bytes(fwtools.encode_frames(frames))
     (tmp_path / "config.lbcf").write_bytes(fwtools.compile_config()[0])
     (tmp_path / "sd.img").write_bytes(bytes(8 << 20))
     (tmp_path / "out").mkdir()
-    r = mpreal.run_unix(HERE / "mp_board.py", BOARDS / name, BOARDS / "simparts", tmp_path, can, heap="2M",
-                        lib=fwload.FIRMWARE, timeout=120)
-    res = fwtools.result_line(r.stdout)
-    assert len(res["files"]) == 2  # the short press started a second file
-    assert res["files"] == ["rec-00001.logb", "rec-00002.logb"]
-    assert res["source"] == {"machine": "MachineCAN", "pyb": "PybCAN", "mcp2515": "MCP2515"}[can]
-    lost = set(res["lost"])  # the loop stalls (a new file, FAT writes): the 3-frame FIFO overflows
-    if can in ("machine", "pyb"):
-        # bxCAN counts every frame it drops (pyb: its overrun interrupt, served at once)
-        assert lost and res["overruns"] == len(lost)
-    got = []
-    counted = 0
+    if not opts:
+        return []
+    (tmp_path / "opts.json").write_text(json.dumps(opts))
+    return [tmp_path / "opts.json"]
+
+
+def run_board(name, can, tmp_path, extra, heap="2M", lib=fwload.FIRMWARE, bits=64):
+    r = mpreal.run_unix(HERE / "mp_board.py", BOARDS / name, BOARDS / "simparts", tmp_path, can, *extra, heap=heap,
+                        lib=lib, bits=bits, timeout=180)
+    return fwtools.result_line(r.stdout)
+
+
+def recorded(res, tmp_path):
+    """[LogbFile] of the recordings, the (id, flags, data) they hold, and their loss counters' sum."""
+    files, got, counted = [], [], 0
     for n in res["files"]:
         f = logb.LogbFile((tmp_path / "out" / n).read_bytes())
         assert f.report.clean and all(s.ended for s in f.sessions)
         counted += int(f.stream("can0").meta.get("logb.lost.controller", "0"))
         b = bus_frames(f)
         got += [(int(b.id[i]), int(b.flags[i]), bytes(b.data[i][:int(b.dlc[i])])) for i in range(len(b))]
+        files.append(f)
+    return files, got, counted
+
+
+def assert_trace(got, frames, lost):
+    """The recordings hold the trace minus the lost frames."""
     want = [(cid, fl, d) for i, (t, cid, fl, d) in enumerate(frames) if i not in lost]
     # frames read in one pump can share a timestamp, and the host merges the per-message streams with the
     # raw bus stream by time: the order among equal times is not recorded, each id's own order is
     assert sorted(got) == sorted(want)
     for cid in {f[0] for f in want}:
         assert [f for f in got if f[0] == cid] == [f for f in want if f[0] == cid]
+
+
+@pytest.mark.parametrize("name,can", [("stm32", "machine"), ("stm32", "pyb"), ("rp2040-mcp2515", "mcp2515"),
+                                      ("esp32-mcp2515", "mcp2515")])
+def test_profile_records_the_trace(name, can, tmp_path):
+    frames = trace_2s()
+    res = run_board(name, can, tmp_path, setup(tmp_path, frames))
+    assert res["files"] == ["rec-00001.logb", "rec-00002.logb"]  # the short press started a second file
+    assert res["source"] == {"machine": "MachineCAN", "pyb": "PybCAN", "mcp2515": "MCP2515"}[can]
+    lost = set(res["lost"])  # the loop stalls (a new file, FAT writes): the 3-frame FIFO overflows
+    if can in ("machine", "pyb"):
+        # bxCAN counts every frame it drops (pyb: its overrun interrupt, served at once)
+        assert lost and res["overruns"] == len(lost)
+    _files, got, counted = recorded(res, tmp_path)
+    assert_trace(got, frames, lost)
     assert counted == res["overruns"]  # MCP2515: one per overflow-flag set (a lower bound of the frames)
+
+
+def test_rotation_by_size(tmp_path):
+    frames = trace_2s()
+    limit = 16 << 10
+    res = run_board("stm32", "machine", tmp_path, setup(tmp_path, frames, rotate=limit))
+    names = res["files"]
+    assert len(names) >= 4 and names == ["rec-%05d.logb" % (i + 1) for i in range(len(names))]
+    sizes = [(tmp_path / "out" / n).stat().st_size for n in names]
+    # the loop rotates at the first pass past the limit; the button's file (at 1 s) may end sooner
+    assert sum(1 for z in sizes[:-1] if z >= limit) >= len(names) - 2, sizes
+    _files, got, counted = recorded(res, tmp_path)
+    assert_trace(got, frames, set(res["lost"]))
+    assert counted == res["overruns"] == len(res["lost"])
+
+
+def test_littlefs_card(tmp_path):
+    frames = trace_2s()
+    res = run_board("rp2040-mcp2515", "mcp2515", tmp_path, setup(tmp_path, frames, fs="lfs"))
+    assert res["files"] == ["rec-00001.logb", "rec-00002.logb"]
+    assert (tmp_path / "sd.img").read_bytes()[8:16] == b"littlefs"  # the superblock's magic, block 0
+    _files, got, counted = recorded(res, tmp_path)
+    assert_trace(got, frames, set(res["lost"]))
+    assert counted == res["overruns"]
+
+
+def test_sensor_hook(tmp_path):
+    frames = trace_2s()
+    res = run_board("stm32", "machine", tmp_path, setup(tmp_path, frames, sensor=True))
+    files, got, _counted = recorded(res, tmp_path)
+    assert_trace(got, frames, set(res["lost"]))
+    n = []
+    for f in files:
+        c = f.stream("coolant").columns()
+        n += [int(v) for v in c.raw["n"]]
+        assert set(c.raw["ok"].tolist()) == {1}
+    assert res["sensed"] > 150  # every 10 ms over > 2 s
+    assert n == list(range(res["sensed"]))  # every step's record, in order, across both files
+
+
+def test_pull_from_the_board_loop(tmp_path):
+    """The loop's serial link (profile serial(): a pty to the unix port) serves `logb pull` while
+    it records: the first file, finished at the button press, comes over byte for byte."""
+    frames = trace_2s()
+    sdp = tmp_path / "sdp"
+    sdp.mkdir()
+    copies = tmp_path / "copies"
+    with rig.Cable(tmp_path) as cable:
+        extra = setup(tmp_path, frames, tty=cable.device)
+        cmd, env = mpreal.unix_command(HERE / "mp_board.py", BOARDS / "stm32", BOARDS / "simparts", tmp_path,
+                                       "machine", *extra, heap="2M", lib=fwload.FIRMWARE)
+        dev = rig.Device(cmd, env=env, deadline=180)
+        try:
+            # the second file exists: the first is closed
+            assert rig.wait_until(lambda: (sdp / "rec-00002.logb").exists() or dev.proc.poll() is not None, 120)
+            assert dev.proc.poll() is None, "\n".join(dev.lines[-20:])
+            out = io.StringIO()
+            rc = logb_main(["pull", "--json", "--quiet", "--port", cable.host, "rec-00001.logb", str(copies)], out=out)
+            got = {r["name"]: r for r in map(json.loads, out.getvalue().splitlines())}
+            assert rc == 0 and got["rec-00001.logb"]["status"] == "pulled", got
+            res = fwtools.result_line(dev.wait_for("RESULT", 120))  # the pull ended: the loop is stopped
+        finally:
+            dev.kill()
+    assert res["requests"] > 0 and res["files"] == ["rec-00001.logb", "rec-00002.logb"]
+    assert (copies / "rec-00001.logb").read_bytes() == (sdp / "rec-00001.logb").read_bytes()
+    _files, got, counted = recorded(res, tmp_path)
+    assert_trace(got, frames, set(res["lost"]))
+    assert counted == res["overruns"] == len(res["lost"])
