@@ -17,7 +17,8 @@ same period passed as `ticks`). The counter wraps every 2**30 µs (17.9 min);
 the writer unwraps it to 64 bits by counting wraps, so each DATA frame's
 axis_base is the true µs count since boot. Call `poll()` from the main loop
 (at least every few minutes; normally every few ms) so wraps are seen and
-idle streams' frames go out within `flush_ms`.
+idle streams' frames are sealed at most 1.25 * `flush_ms` + one poll interval
+after their first record.
 """
 
 from io import BytesIO
@@ -398,8 +399,10 @@ class Writer:
       raw_bytes: the DATA frame buffer of each message / the raw bus stream
       (at most `page`).
     durability: "frame" (write + flush after every frame), "segment" (at each
-      SYNC) or "close"; flush_ms: a DATA frame is sealed at the latest this
-      long after its first record.
+      SYNC) or "close"; full pages are written as they fill under each.
+      flush_ms: a DATA frame is sealed when full, or from flush_ms to
+      1.25 * flush_ms (poll()'s scan of open frames runs every flush_ms / 4)
+      plus one poll() interval after its first record.
     segment_bytes / segment_s: start a new segment (SYNC, every SCHEMA, the
       session META, the loss counters) after this many bytes or seconds.
     mirror: `mirror` routing (docs/SPEC.md §13.4): every CAN frame goes to the
@@ -489,13 +492,18 @@ class Writer:
         self.errors = 0
         self._sinklost = [0, 0]  # bytes the sink did not take (logb.lost.sink): low 24 bits, high bits
         self.session = session or hexlify(random_bytes(16))
+        # what each policy promises (docs/SPEC.md §4.5, checked by tests/test_sink_faults.py): full pages
+        # are written as they fill; a DATA frame is sealed when full or flush_ms to flush_ms + flush_ms / 4
+        # (the poll scan) + one poll() interval after its first record
+        seal = "; DATA sealed when full or %d to %d ms (+1 poll) after its first record" % (
+            flush_ms, (5 * flush_ms + 3) // 4)
         if durability == DUR_FRAME:
-            dtext = "frame;write and flush after every frame; DATA frames sealed within %d ms" % flush_ms
+            dtext = "frame;write+flush each frame" + seal
         elif durability == DUR_SEGMENT:
-            dtext = ("segment;write and flush at every SYNC (segments of %d bytes or %d s); DATA frames sealed "
-                     "within %d ms" % (segment_bytes, segment_s, flush_ms))
+            dtext = "segment;pages written as they fill, flush at SYNC (%d B or %d s)%s" % (
+                segment_bytes, segment_s, seal)
         else:
-            dtext = "close;write and flush at close only"
+            dtext = "close;pages written as they fill, flush at close" + seal
         pairs = [("logb.time_base", "monotonic"), ("logb.session", self.session),
                  ("logb.clock_source", clock_source or "time.ticks_us (unwrapped to 64 bit)")]
         if device:
@@ -589,8 +597,12 @@ class Writer:
     def _load(self, f, from_file, codec):
         h = bytearray(16)
         big = 0
+        ex = self._exact
         for e in entries(f, h):
             big = max(big, e.schema_len)
+            k = e.exact_key() if e.kind in (_KIND_MESSAGE, _KIND_BRANCH) else -1
+            if k >= 0 and k not in ex:
+                ex[k] = None  # the routing table at its final size before the stream buffers fragment the heap
         if from_file:  # kept open once the whole config checked out
             self._cfg = f
             self._scratch = bytearray(128)
@@ -657,6 +669,8 @@ class Writer:
                 self._exact[k] = cands[0]
             else:
                 self._branch[k] = tuple(cands)
+                if self._exact.get(k, 0) is None:
+                    del self._exact[k]
         for key, km, k, st in routes:
             if k < 0:
                 self._masked.append((km, key, st))
@@ -908,8 +922,7 @@ class Writer:
                   (seq >> 32) & 0xFFFF, 0, 0, 0)
         self._ctl_emit(32)
         for st in self._streams:
-            if not self._put_schema(st):
-                return  # a config read failed: the next frame starts the segment again
+            self._put_schema(st)
         for ch in self._meta:
             self._put(ch, len(ch))
         self._sink_loss()
@@ -917,11 +930,10 @@ class Writer:
             self._loss(st)
 
     def _put_schema(self, st):
-        """Put st's SCHEMA frame; False when the config file failed to give its payload."""
         if st.src is None:
             for ch in st.chunks:
                 self._put(ch, len(ch))
-            return True
+            return
         off, n, head, tail = st.src
         self._put(head, 8)  # the frame header; the payload comes from the config file
         sc = self._scratch
@@ -942,9 +954,8 @@ class Writer:
             # skips it to the next SYNC, which the next frame writes (the segment is due at once)
             self.errors += 1
             self._seg = self._seg_max
-            return False
+            return
         self._put(tail, 4)  # the CRC, computed once at load
-        return True
 
     def _ctl_emit(self, plen):
         c = self._ctl
@@ -982,17 +993,12 @@ class Writer:
         pack_into("<IBBHI", c, 0, p - 8, _FT_META, 0, 0, 1)
         self._ctl_emit(p - 8)
 
-    def _open(self):
-        """Start a segment before a frame other than DATA when none is open or one is due
-        (after a failed write: the frame would otherwise land where a reader skips)."""
-        if self._seq < 0 or self._seg >= self._seg_max:
-            self._rotate()
-
     def meta(self, pairs, stream=None):
         """A META frame of (key, value) pairs: file-scope, or stream-scope for
         `stream`. Allocates (the payload, the frame: ~0.7 KB for a few pairs):
         for start-up or with the heap unlocked."""
-        self._open()
+        if self._seq < 0 or self._seg >= self._seg_max:  # none yet, or due (a failed write: resynchronise)
+            self._rotate()
         self._put_frame(_FT_META, stream.sid if stream else 0, meta_payload(pairs))
 
     def anchor_utc(self, days, second, ns, t=None, source="gps", uncertainty_ns=None):
@@ -1013,7 +1019,8 @@ class Writer:
         if t is None:
             t = self._ticks()
         e = self._epoch(t)
-        self._open()  # (uses _ctl: before the frame is built there)
+        if self._seq < 0 or self._seg >= self._seg_max:  # (uses _ctl: before the frame is built there)
+            self._rotate()
         c = self._ctl
         L = self._limbs
         p = _key(c, 12, _ANCHOR_AXIS_NS)  # (e * TICKS_PERIOD + t) µs, in ns
@@ -1053,7 +1060,8 @@ class Writer:
     def attach(self, name, media_type, data):
         """An ATTACH frame (codec none): e.g. the DBC the config came from.
         Allocates the whole frame (its size plus a few hundred bytes): start-up."""
-        self._open()
+        if self._seq < 0 or self._seg >= self._seg_max:  # none yet, or due (a failed write: resynchronise)
+            self._rotate()
         head = _str(name) + _str(media_type) + bytes(4) + len(data).to_bytes(8, "little")
         self._put_frame(_FT_ATTACH, 0, head + bytes(data))
 
@@ -1126,7 +1134,7 @@ class Writer:
         except OSError:  # (under heap_lock MicroPython raises it as its preallocated exception object)
             k = 0
         r = self._fill - page
-        if k is not None and k < n:  # failed or short (None: a sink that returns nothing wrote it all)
+        if k is not None and 0 <= k < n:  # failed or short (None: a sink that returns nothing wrote it all)
             self._drop(n - k + r)  # the bytes past the page are the rest of a frame cut by the loss
             r = 0
         elif r:
@@ -1162,7 +1170,7 @@ class Writer:
                 k = self._write_range(self._out, done, n)
             except OSError:
                 k = 0
-            if k is not None and k < n:
+            if k is not None and 0 <= k < n:
                 self._drop(n - k)
                 self._fill = 0  # the page buffer starts again (what it held before done is written)
                 f = 0
@@ -1188,6 +1196,5 @@ class Writer:
         """Counters as a dict (allocates: for the link, a status line, tests;
         not with the heap locked)."""
         return {"position": self.position, "segments": self._seq + 1, "errors": self.errors,
-                "lost_sink": self._sinklost[1] * 0x1000000 + self._sinklost[0],
                 "streams": [(st.name, st.records + st.n, st.frames, st.lost_controller, st.lost_buffer,
                                      st.lost_invalid) for st in self._streams]}
