@@ -50,6 +50,7 @@ FW_TESTS = ROOT / "tests" / "firmware"
 for _p in (FW_TESTS, ROOT / "boards" / "sim", ROOT / "tools"):
     if str(_p) not in sys.path:
         sys.path.insert(0, str(_p))
+import fwload  # noqa: E402
 import fwtools  # noqa: E402
 import mpreal  # noqa: E402
 import run as sim  # noqa: E402
@@ -74,6 +75,10 @@ class Study:
         self.segment_bytes = segment_bytes
         self.blocks = blocks
         self._refs = {}
+        # one snapshot of firmware/logb for every run of the study: its .mpy build for MicroPython, and the
+        # CPython reference loaded now (a source edited during a long study would otherwise split the two)
+        self.lib = mpreal.firmware_mpy()
+        fwload.load()
 
     def params(self, fs, durability, flush_ms, **kw):
         return dict(fs=fs, durability=durability, flush_ms=flush_ms, segment_bytes=self.segment_bytes,
@@ -95,7 +100,7 @@ class Study:
         p = self.params(fs, durability, flush_ms, image=str(image), cut=cut, torn=torn, journal=str(journal))
         pf = self.dir / f"{tag}.json"
         pf.write_text(json.dumps(p))
-        r = mpreal.run_unix(FW_TESTS / "mp_powercut_rec.py", pf, heap=HEAP, check=False, timeout=600)
+        r = mpreal.run_unix(FW_TESTS / "mp_powercut_rec.py", pf, heap=HEAP, lib=self.lib, check=False, timeout=600)
         run = Run(image, journal, r.stdout)
         if (cut and run.cut is None) or (not cut and run.done is None):
             raise AssertionError(f"recording failed ({r.returncode}):\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}")
@@ -123,7 +128,7 @@ class Study:
     def _mount(self, p, order, out, tag):
         pf = self.dir / f"{tag}.json"
         pf.write_text(json.dumps(p))
-        r = mpreal.run_unix(FW_TESTS / "mp_powercut_mount.py", pf, heap=HEAP, timeout=1800)
+        r = mpreal.run_unix(FW_TESTS / "mp_powercut_mount.py", pf, heap=HEAP, lib=self.lib, timeout=1800)
         res = [None] * len(order)
         for line in r.stdout.splitlines():
             parts = line.split()
@@ -365,16 +370,18 @@ def markdown(rows, args):
              "cut and not in the file; beyond = bytes of the recording on the card past the FAT file's size; "
              "recover = records `logb recover-fat` adds.", "",
              "| fs | policy | flush_ms | cuts (torn) | mount failures | lost median | lost max | beyond median/max B "
-             "| recover +records median/max | block writes/record | card bytes/record | flushes |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| recover +records median/max | flushes | block writes/record | card B/record | Logb B/record |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for s in rows:
         beyond = f"{s['beyond_median']:g} / {s['beyond_max']}" if "beyond_median" in s else "n/a"
         recov = f"{s['recovered_median']:g} / {s['recovered_max']}" if "recovered_median" in s else "n/a"
         lines.append(f"| {s['fs']} | {s['durability']} | {s['flush_ms']} | {s['cuts']} ({s['torn']}) | "
                      f"{s['mount_failures']} | {s['lost_median']:g} | {s['lost_max']} | {beyond} | {recov} | "
-                     f"{s['block_writes'] / s['records']:.3f} | {s['card_bytes'] / s['records']:.1f} | "
-                     f"{s['flushes']} |")
-    lines += ["", f"{rows[0]['records']} records, {rows[0]['file_bytes']} B of Logb per run (frame policy)."]
+                     f"{s['flushes']} | {s['block_writes'] / s['records']:.3f} | "
+                     f"{s['card_bytes'] / s['records']:.1f} | {s['file_bytes'] / s['records']:.1f} |")
+    lines += ["", f"{rows[0]['records']} records per run. Flushes: the writer's flush() calls (its durability "
+              "points); block writes and card bytes: what the filesystem wrote to the device for the recording "
+              "(format excluded); Logb: the file's own bytes."]
     return "\n".join(lines)
 
 
