@@ -8,6 +8,7 @@ Profile attributes (functions are called once, at start):
   storage()        -> the folder recordings go to, mounted (board.mount() helps)
   led(), button()  -> machine.Pin or None (button: pressed reads 0)
   serial()         -> a logb.link port (StdioPort, StreamPort) or None: serves `logb pull`
+                      (logb.link is imported only then)
   sensors(w)       -> optional: a function step(now) called every loop
   CONFIG           -> the LBCF config path (`logb dbc compile`)
   DEVICE, WRITER   -> logb.device, Writer keyword settings
@@ -23,7 +24,6 @@ garbage collection in the loop).
 """
 
 from . import Writer
-from . import link as _link
 from ._port import gc_collect, ticks_add, ticks_diff, ticks_us
 
 try:
@@ -69,10 +69,13 @@ class Board:
         self.led = profile.led() if hasattr(profile, "led") else None
         self.btn = profile.button() if hasattr(profile, "button") else None
         port = profile.serial() if hasattr(profile, "serial") else None
-        self.storage = _link.VfsStorage(self.root)
+        self.storage = None
         self.link = None
-        if port is not None:
-            self.link = _link.Link(port, self.storage, device=getattr(profile, "DEVICE", ""))
+        if port is not None:  # logb.link only then: ~9 KB of heap a board without a link keeps
+            from . import link
+
+            self.storage = link.VfsStorage(self.root)
+            self.link = link.Link(port, self.storage, device=getattr(profile, "DEVICE", ""))
         self.limit = getattr(profile, "ROTATE_BYTES", 64 << 20)
         self.w = None
         self.rec = None
@@ -83,8 +86,11 @@ class Board:
         gc_collect()
         p = self.p
         name = next_name(self.root)
-        self.rec = _link.Recorder(open(self.root + "/" + name, "wb"), name)
-        self.storage.recorder = self.rec
+        self.rec = open(self.root + "/" + name, "wb")
+        if self.link is not None:  # the link serves the growing file up to its last flush
+            from .link import Recorder
+
+            self.rec = self.storage.recorder = Recorder(self.rec, name)
         self.w = w = Writer(self.rec, device=getattr(p, "DEVICE", ""), **getattr(p, "WRITER", {}))
         w.load_config(p.CONFIG)
         self.step = p.sensors(w) if hasattr(p, "sensors") else None
@@ -97,38 +103,58 @@ class Board:
         self.w.close()
         self.rec.close()
         self.w = None
+        self.step = None  # it holds the writer's stream: the writer is freed before the next opens
 
     def next_file(self):
-        """Close this recording and start the next: outside the locked heap."""
-        heap_unlock()
+        """Close this recording and start the next (heap unlocked)."""
         self.close()
         self.open()
-        heap_lock()
 
     def run(self):
         for s in self.sources:
             s.start()
         self.open()
+        self.down = -1  # ticks when the button went down, -1: up
+        self.blink = ticks_us()
+        try:
+            # the loop runs in its own frame, left before each new file: a stale slot of that frame's
+            # stack (MicroPython scans it) would keep the old writer alive while the next is built
+            while self._record():
+                self.next_file()
+        finally:
+            if self.w is not None:
+                self.close()
+            for s in self.sources:
+                s.stop()
+            if self.led is not None:
+                self.led.value(0)
+
+    def _record(self):
+        """Record into self.w with the heap locked; True: start the next file, False: stop."""
+        w = self.w
+        sources = self.sources
+        link = self.link
         led = self.led
         btn = self.btn
-        down = -1  # ticks when the button went down, -1: up
-        blink = ticks_us()
+        down = self.down
+        blink = self.blink
         heap_lock()
         try:
             while True:
-                w = self.w
-                for s in self.sources:
+                for s in sources:
                     s.pump(w)
                 now = ticks_us()
                 if self.step is not None:
                     self.step(now)
                 w.poll()
-                if self.link is not None:
+                if link is not None:
                     # a request is parsed and a file opened on the heap (logb.link): unlocked while it
                     # runs; a pull streams from preallocated buffers
                     heap_unlock()
-                    self.link.poll()
-                    heap_lock()
+                    try:
+                        link.poll()
+                    finally:
+                        heap_lock()
                 if led is not None and ticks_diff(now, blink) >= 0:
                     led.value(not led.value())
                     blink = ticks_add(now, _BLINK_US)
@@ -137,20 +163,16 @@ class Board:
                         if down < 0:
                             down = now
                         elif ticks_diff(now, down) >= HOLD_MS * 1000:
-                            break
+                            return False
                     elif down >= 0:
                         down = -1
-                        self.next_file()
+                        return True
                 if w.position >= self.limit:
-                    self.next_file()
+                    return True
         finally:
             heap_unlock()
-            if self.w is not None:
-                self.close()
-            for s in self.sources:
-                s.stop()
-            if led is not None:
-                led.value(0)
+            self.down = down
+            self.blink = blink
 
 
 def run(profile):

@@ -13,12 +13,25 @@ import vfs
 
 board_dir, parts, work = sys.argv[1], sys.argv[2], sys.argv[3]
 opts = json.load(open(sys.argv[5])) if len(sys.argv) > 5 else {}
+MEM = {}  # opts "mem": live heap (after a collection) at each step
+
+
+def mem(step):
+    if opts.get("mem"):
+        import gc
+
+        gc.collect()
+        MEM[step] = gc.mem_alloc()
+
+
+mem("start")
 sys.path.insert(0, parts)
 sys.path.insert(0, board_dir)
 import machine  # noqa: E402  (boards/simparts/machine.py)
 import sdcard  # noqa: E402
 
 sys.modules["machine"] = machine
+mem("simparts")
 blob = open(work + "/frames.bin", "rb").read()
 trace = []
 p = 0
@@ -28,6 +41,8 @@ while p < len(blob):
     n = blob[p + 9]
     trace.append((t, cid, blob[p + 8], bytes(blob[p + 10:p + 10 + n])))
     p += 10 + n
+del blob
+mem("trace")
 machine.CAN.trace = trace
 if sys.argv[4] == "pyb":  # a firmware with pyb.CAN and no machine.CAN
     import pyb
@@ -62,8 +77,16 @@ else:
 machine.SDCard = sdcard.SDCard = lambda *a, **k: card  # the port's SD class or micropython-lib's over SPI
 end = trace[-1][0]
 pins = __import__("pins")
-from logb import board, machine_can, mcp2515, schema  # noqa: E402,F401  (imported before / moves: sys.path is host paths)
-import sdcard  # noqa: E402,F401,F811
+# what the profile imports, imported before / moves (sys.path holds host paths): the modules its board.json lists
+for m in json.load(open(board_dir + "/board.json"))["lib"]:
+    __import__(m[:-3].replace("/", "."))
+if opts.get("sensor"):
+    from logb import schema  # noqa: E402,F401  (add_sensor imports it)
+if "tty" in opts:
+    from logb import link  # noqa: E402,F401  (the board loop imports it for a serial link)
+from logb import board  # noqa: E402
+
+mem("logb")
 
 B = [None]  # the Board
 if "tty" in opts:
@@ -109,6 +132,10 @@ class _Board(board.Board):
         B[0] = self
         super().__init__(profile)
 
+    def open(self):
+        super().open()
+        mem("file%d" % len(self.names))  # the writer of each file declared
+
 
 board.Board = _Board
 
@@ -129,9 +156,15 @@ if chip is None:
 else:
     lost = [i for i in range(len(trace)) if chip.outcome[i] != mcp2515_chip.RECEIVED]
     counted = chip.overflows  # the chip sets its overflow flag once per run of lost frames
+mem("end")
+chunk = bytearray(512)
 for n in b.names:
     with open(b.root + "/" + n, "rb") as f, open("/out/" + n, "wb") as g:
-        g.write(f.read())
+        while True:
+            k = f.readinto(chunk)
+            if not k:
+                break
+            g.write(chunk if k == 512 else chunk[:k])
 print("RESULT " + json.dumps({"source": type(b.sources[0]).__name__, "files": b.names, "lost": lost,
-                              "sensed": SENSED[0], "requests": b.link.requests if b.link else 0,
+                              "sensed": SENSED[0], "mem": MEM, "requests": b.link.requests if b.link else 0,
                               "overruns": counted, "errors": b.w.errors if b.w else 0}))
