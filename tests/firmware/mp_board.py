@@ -75,6 +75,7 @@ if opts.get("fs") == "lfs":
 else:
     vfs.VfsFat.mkfs(card)  # a fresh card, formatted as cards come
 machine.SDCard = sdcard.SDCard = lambda *a, **k: card  # the port's SD class or micropython-lib's over SPI
+mem("parts")  # the simulation's share ends here: what follows is the board's
 end = trace[-1][0]
 pins = __import__("pins")
 # what the profile imports, imported before / moves (sys.path holds host paths): the modules its board.json lists

@@ -10,6 +10,7 @@ A short button press at 1 s starts a second file; holding it stops the loop."""
 
 import io
 import json
+import subprocess
 import sys
 
 import pytest
@@ -36,10 +37,10 @@ def trace_2s():
     return [f for f in fwtools.read_candump(TRACE, limit=4000) if f[0] < 2_000_000]
 
 
-def setup(tmp_path, frames, **opts):
+def setup(tmp_path, frames, config=None, **opts):
     """The work folder mp_board.py takes; returns its extra argv (the options file) or []."""
     (tmp_path / "frames.bin").write_bytes(fwtools.encode_frames(frames))
-    (tmp_path / "config.lbcf").write_bytes(fwtools.compile_config()[0])
+    (tmp_path / "config.lbcf").write_bytes(config or fwtools.compile_config()[0])
     (tmp_path / "sd.img").write_bytes(bytes(8 << 20))
     (tmp_path / "out").mkdir()
     if not opts:
@@ -48,9 +49,10 @@ def setup(tmp_path, frames, **opts):
     return [tmp_path / "opts.json"]
 
 
-def run_board(name, can, tmp_path, extra, heap="2M", lib=fwload.FIRMWARE, bits=64):
-    r = mpreal.run_unix(HERE / "mp_board.py", BOARDS / name, BOARDS / "simparts", tmp_path, can, *extra, heap=heap,
-                        lib=lib, bits=bits, timeout=180)
+def run_board(name, can, tmp_path, extra, heap="2M", lib=fwload.FIRMWARE, bits=64, script=HERE / "mp_board.py",
+              parts=BOARDS / "simparts"):
+    r = mpreal.run_unix(script, BOARDS / name, parts, tmp_path, can, *extra, heap=heap, lib=lib, bits=bits,
+                        timeout=180)
     return fwtools.result_line(r.stdout)
 
 
@@ -159,3 +161,34 @@ def test_pull_from_the_board_loop(tmp_path):
     _files, got, counted = recorded(res, tmp_path)
     assert_trace(got, frames, set(res["lost"]))
     assert counted == res["overruns"] == len(res["lost"])
+
+
+# The board's own heap on a 32-bit port (the i386 unix port has a board's object sizes): the package
+# and the writer from .mpy (firmware_mpy), the simulation compiled to .mpy too, under a hard cap
+# (-X heapsize). mp_board.py measures the live heap (after a collection) at each step; what the board
+# holds is the live heap with a file open minus the simulation's share (its parts and the trace).
+HEAP_BUDGET = 64 << 10
+
+
+@pytest.mark.parametrize("name,can", [("stm32", "machine"), ("rp2040-mcp2515", "mcp2515")])
+def test_board_heap_on_the_32_bit_port(name, can, tmp_path):
+    frames = trace_2s()[::20]  # ~7 frames per 100 ms over 2 s: the trace is the simulation's RAM
+    extra = setup(tmp_path, frames, config=fwtools.raw_only_config(), mem=True)
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    mpy_cross = str(mpreal.built("mpy"))
+    for src in [*(BOARDS / "simparts").glob("*.py"), HERE / "mp_board.py"]:
+        subprocess.run([mpy_cross, "-o", str(parts / (src.stem + ".mpy")), str(src)], check=True, timeout=120)
+    (tmp_path / "run.py").write_text(f"import sys\nsys.path.insert(0, {str(parts)!r})\nimport mp_board\n")
+    res = run_board(name, can, tmp_path, extra, heap="128K", lib=None, bits=32, script=tmp_path / "run.py",
+                    parts=parts)
+    m = res["mem"]
+    board = m["file2"] - m["parts"]
+    print(f"{name} (raw bus stream only) on the 32-bit port: package + loop + driver {m['logb'] - m['parts']} B, "
+          f"with the writer {board} B of the heap (the simulation: {m['parts']} B more)")
+    assert res["files"] == ["rec-00001.logb", "rec-00002.logb"]
+    assert m["file2"] - m["file1"] < 1024  # the first file's writer was freed before the second's was built
+    assert board < HEAP_BUDGET
+    _files, got, counted = recorded(res, tmp_path)
+    assert_trace(got, frames, set(res["lost"]))
+    assert counted == res["overruns"]
