@@ -13,10 +13,17 @@ Listen-only by default: a logger must not ACK or send error frames on a
 bus it only watches (`listen_only=False` for normal mode, e.g. a bench bus
 with no other node to ACK). Both receive buffers are used with rollover
 (BUKT): a frame finding RXB0 full goes to RXB1, so the loop may take up to
-two frame times to come back. A frame finding both full is lost by the chip,
-which sets EFLG.RX0OVR/RX1OVR; pump() counts each flag it clears as one lost
-frame in w.lost(controller=n). That is a lower bound: while a flag stays
-set, the chip drops further frames without counting them, so pump often.
+two frame times to come back.
+
+Losses: a frame finding both buffers full is lost by the chip, which only
+sets a flag (EFLG.RX1OVR; RX0OVR without rollover) and counts nothing. pump()
+reads EFLG after draining RXB1, clears the flags it finds and adds one per
+flag to w.lost(controller=n): `logb.lost.controller` from this driver counts
+overflow events, a lower bound on the frames lost (it is exact only when no
+two losses fall between two pumps). Frames the chip drops while a flag is
+already set leave no trace in any register (REC/TEC count bus errors, not
+overruns), so no reading makes it exact; pumping often keeps each flag's
+window short. `overflows` in status() is the same count.
 
 Timestamps: the INT pin's falling-edge handler stores time.ticks_us() in a
 preallocated ring. INT falls when the chip goes from "no receive flag" to
