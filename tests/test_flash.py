@@ -1,8 +1,10 @@
 """`logb flash` (host/logb/deploy.py, docs/FLASH.md): the plan, its errors, and a real flash into
-the emulated MPS2-AN385 board (tools/micropython_build.py qemu-repl: MicroPython 1.28 with a
-littlefs RAM disk at /) over a pseudo-terminal, which the tool reaches only as a user's serial
-port. What it flashed is then run there: `logb` imported from /lib records CAN frames through the
-flashed config, and the recording, copied off with mpremote, decodes on the host."""
+the emulated MPS2-AN385 board (boards/qemu-mps2: tools/micropython_build.py qemu-repl, MicroPython
+1.28 with a littlefs RAM disk at /) over a pseudo-terminal, which the tool reaches only as a user's
+serial port. What it flashed is then run there: `logb` imported from /lib records CAN frames
+through the flashed config, and the recording, copied off with mpremote, decodes on the host.
+qemu is started with the command of boards/qemu-mps2/README.md, and one test runs that README's
+commands as they are written. The three real boards' plans are checked with --dry-run."""
 
 import json
 import os
@@ -24,9 +26,9 @@ import mpreal  # noqa: E402
 
 pytest.importorskip("mpremote")
 pytestmark = pytest.mark.single_backend
-BOARD = HERE / "flash_board"
 ROOT = HERE.parent
-QEMU = "qemu-system-arm -machine mps2-an385 -nographic -monitor null -semihosting -serial pty -kernel {elf}"
+BOARD = ROOT / "boards" / "qemu-mps2"
+VENV_BIN = pathlib.Path(sys.executable).parent  # `python`, `logb` and `mpremote` of the README
 DBC = """VERSION ""
 
 BU_: ECU
@@ -34,6 +36,18 @@ BU_: ECU
 BO_ 291 Engine: 8 ECU
  SG_ Speed : 0|16@1+ (0.1,0) [0|6553.5] "rpm" ECU
 """
+
+
+def readme_blocks():
+    """The shell commands of each ```sh block of boards/qemu-mps2/README.md, one per line."""
+    text = (BOARD / "README.md").read_text()
+    return [[ln for ln in b.splitlines() if ln.strip()] for b in re.findall(r"^```sh\n(.*?)^```", text, re.M | re.S)]
+
+
+def shell(line, cwd, **kw):
+    """A README line as a user's shell runs it, with this venv's programs first on PATH."""
+    env = dict(os.environ, PATH=f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    return ["bash", "-c", line], dict(cwd=cwd, env=env, **kw)
 
 
 def flash(*args, capsys):
@@ -130,12 +144,19 @@ def test_a_port_with_no_micropython_on_it(capsys):
 # ---------------------------------------------------------------- the emulated board
 @pytest.fixture(scope="module")
 def board_port():
-    """The qemu-repl board running, its UART on a pseudo-terminal: the pty's path."""
+    """The qemu-repl board running, its UART on a pseudo-terminal: the pty's path. Built and
+    started with the README's first block, from the clone's root, as it says."""
     if not shutil.which("qemu-system-arm"):
         pytest.skip("qemu-system-arm is not installed (tools/setup.d/40-micropython.sh)")
-    elf = mpreal.built("qemu-repl")
-    proc = subprocess.Popen(QEMU.format(elf=elf).split(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL, text=True)
+    build, start = readme_blocks()[0]
+    mpreal.built("qemu-repl")  # builds the image (or fails with the reason) before the README's own build line
+    cmd, kw = shell(build, ROOT)
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=1800, **kw)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert start.startswith("qemu-system-arm ")
+    cmd, kw = shell("exec " + start, ROOT)  # exec: the process is qemu itself, killed at the end
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                            text=True, **kw)
     try:
         seen = []
         for line in proc.stdout:  # qemu names the pty before the guest starts
@@ -253,3 +274,22 @@ def test_missing_micropython_lib_package_is_named(board_port, tmp_path, capsys):
     assert rc == 0, err
     assert f"needs sdcard (micropython-lib), which it lacks: mpremote connect {board_port} mip install sdcard" in out
     assert "needs json" not in out  # built into the port
+
+
+def test_the_readme_commands(board_port, tmp_path):
+    """boards/qemu-mps2/README.md's second block, line by line as a user types it (their DBC as
+    vehicle.dbc, qemu's pty for /dev/pts/N), in a fresh folder: flash, record, copy, read."""
+    (tmp_path / "vehicle.dbc").write_text(DBC)
+    lines = readme_blocks()[1]
+    assert [ln.split()[0] for ln in lines] == ["logb", "mpremote", "mpremote", "logb"]
+    out = []
+    for line in lines:
+        cmd, kw = shell(line.replace("/dev/pts/N", board_port), tmp_path)
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, **kw)
+        assert r.returncode == 0, f"{line}:\n{r.stdout}{r.stderr}"
+        out.append(r.stdout)
+    assert re.search(r"^/main\.py\s+\d+\s+(copied|unchanged)$", out[0], re.M) and "/config.lbcf" in out[0]
+    size = int(out[1].split()[-1])
+    assert (tmp_path / "rec.logb").stat().st_size == size
+    assert logb_open(str(tmp_path / "rec.logb")).stream("Engine").records == 40
+    assert "Engine" in out[3]

@@ -1,5 +1,5 @@
-# The board profile tests/test_flash.py flashes onto the emulated MPS2-AN385 (its RAM disk at /):
-# record(n) writes n CAN frames through /config.lbcf into a recording with logb from /lib.
+# The emulated MPS2-AN385 (boards/qemu-mps2/README.md; its RAM disk at /), which has no CAN:
+# record(n) writes n CAN frames through /config.lbcf into /rec.logb with logb from /lib.
 import os
 
 import logb
