@@ -284,11 +284,7 @@ class Stream:
             self.chunks = ()
             self.src = (src, n, head, tail)
         self.size = size
-        # the garbage of the streams declared before this one, collected now: its small holes
-        # then take the small objects made after this buffer instead of the buffers being
-        # spread over them (at 64 KiB, 21 streams of scattered holes leave no 508-byte piece)
-        gc_collect()
-        self.buf = bytearray(_HDR + cap * size + 4)
+        self.buf = None  # (made last: below)
         self.off = _HDR  # where the next record goes; _HDR: the frame is empty
         self.end = _HDR + cap * size  # off at which the frame is full
         self.t0 = 0  # ticks of the frame's axis_base (its first record)
@@ -306,6 +302,12 @@ class Stream:
         self._lost = [0] * 6  # controller, buffer, invalid: (low 24 bits, high bits) each
         self.records = 0
         self.frames = 0
+        # the garbage of the streams declared before this one, collected now: its small holes
+        # then take the small objects made after this buffer instead of the buffers being
+        # spread over them (at 64 KiB, 21 streams of scattered holes leave no 508-byte piece);
+        # last, so this object's attribute table has its final size before the buffer is placed
+        gc_collect()
+        self.buf = bytearray(_HDR + cap * size + 4)
 
     def pend(self, t):
         off = self.off
@@ -491,6 +493,7 @@ class Writer:
         self._closed = False
         self.errors = 0
         self._sinklost = [0, 0]  # bytes the sink did not take (logb.lost.sink): low 24 bits, high bits
+        self._bad = 0  # the state after a loss (_took)
         self.session = session or hexlify(random_bytes(16))
         # what each policy promises (docs/SPEC.md §4.5, checked by tests/test_sink_faults.py): full pages
         # are written as they fill; a DATA frame is sealed when full or flush_ms to flush_ms + flush_ms / 4
@@ -908,6 +911,8 @@ class Writer:
     def _rotate(self):
         if self._seq >= 0 and self._dur == DUR_SEGMENT:
             self._sync_out()
+        if self._bad == 1:
+            self._bad = 2
         self._seq += 1
         if self._seq == 0:
             self._start_hi = self._pos_hi
@@ -1134,18 +1139,31 @@ class Writer:
         except OSError:  # (under heap_lock MicroPython raises it as its preallocated exception object)
             k = 0
         r = self._fill - page
-        if k is not None and 0 <= k < n:  # failed or short (None: a sink that returns nothing wrote it all)
-            self._drop(n - k + r)  # the bytes past the page are the rest of a frame cut by the loss
+        if self._took(k, n, r):  # (the bytes past the page are the rest of a frame the loss cut)
             r = 0
         elif r:
             pack_into(self._fmt[(r + 15) >> 4], self._out, 0, self._tail)
         self._fill = r
         self._done = 0
 
-    def _drop(self, n):
-        """n bytes the sink did not take: counted (logb.lost.sink), taken off the position (the
-        file offset of the next frame, END's session_bytes), and a new segment is due at the next
-        frame, so a reader resumes at its SYNC; the frame the loss cut is garbage it skips."""
+    def _took(self, k, n, more):
+        """After a write of n bytes that returned k: False if the sink took them (None: a sink that
+        returns nothing wrote it all). Else (failed, short) the n - k bytes and `more` the writer
+        drops are counted (logb.lost.sink) and taken off the position (the file offset of the next
+        frame, END's session_bytes); True. The first loss makes a new segment due at the next
+        frame, so a reader resumes at its SYNC (the frame the loss cut is garbage it skips); a loss
+        while that segment is written waits for a write that succeeds before the next one, so a
+        sink that keeps failing (a full card) costs no rotation per frame. _bad: 0 fine, 1 the
+        segment is due, 2 it is being written, 3 it failed too."""
+        if k is None or not 0 <= k < n:
+            if self._bad > 1:
+                if self._bad == 3:
+                    self._seg = self._seg_max
+                    self._bad = 1
+                else:
+                    self._bad = 0
+            return False
+        n += more - k
         self.errors += 1
         c = self._sinklost
         lo = c[0] + n
@@ -1158,7 +1176,12 @@ class Writer:
             lo += 0x1000000
             self._pos_hi -= 1
         self._pos_lo = lo
-        self._seg = self._seg_max
+        if not self._bad:
+            self._seg = self._seg_max
+            self._bad = 1
+        elif self._bad == 2:
+            self._bad = 3
+        return True
 
     def _sync_out(self):
         """Hand the partial page to the sink and flush it (the durability point)."""
@@ -1170,8 +1193,7 @@ class Writer:
                 k = self._write_range(self._out, done, n)
             except OSError:
                 k = 0
-            if k is not None and 0 <= k < n:
-                self._drop(n - k)
+            if self._took(k, n, 0):
                 self._fill = 0  # the page buffer starts again (what it held before done is written)
                 f = 0
             self._done = f
