@@ -113,6 +113,36 @@ def test_a_boards_lib_modules_go_with_the_package_once(tmp_path, capsys):
     assert sorted(listed) == sorted(set(listed)) == sorted(f"/lib/logb/{m}.mpy" for m in core())
 
 
+@pytest.mark.parametrize("name", ["stm32", "rp2040-mcp2515", "esp32-mcp2515"])
+def test_dry_run_of_each_real_board(name, tmp_path, capsys):
+    """What a new user sees first (the READMEs' --dry-run line): the package with the board's own
+    drivers, the viper CRC for its architecture, its files, and the config compiled from the DBC."""
+    folder = ROOT / "boards" / name
+    meta = json.loads((folder / "board.json").read_text())
+    (tmp_path / "vehicle.dbc").write_text(DBC)
+    rc, out, err = flash(name, "--dry-run", "--dbc", tmp_path / "vehicle.dbc", capsys=capsys)
+    assert rc == 0, err
+    assert out.startswith(f"board {name} ({meta['march']}): ")
+    table = rows(out)
+    lib = {f"/lib/{pathlib.PurePosixPath(m).with_suffix('.mpy')}" for m in meta["lib"]}
+    files = {"/" + f for f in meta["files"]}
+    assert lib <= table.keys() and files <= table.keys() and "main.py" in meta["files"]
+    assert set(table) == {f"/lib/logb/{m}.mpy" for m in core()} | files | {meta["config"]}
+    assert "/lib/logb/crc_viper.mpy" in table  # the board has a native emitter: its march
+    for f in meta["files"]:
+        assert table["/" + f][0] == (folder / f).stat().st_size
+    assert re.search(rf"^{re.escape(meta['config'])}\s+\d+\s+copy unless identical\s+.*vehicle\.dbc \(compiled\)$",
+                     out, re.M)
+
+
+@pytest.mark.xfail(strict=True, reason="host/logb/cli/flash.py prints the requires note only when flashing "
+                                       "(change requested from the integrator)")
+def test_dry_run_names_the_micropython_lib_packages(capsys):
+    rc, out, err = flash("rp2040-mcp2515", "--dry-run", capsys=capsys)
+    assert rc == 0, err
+    assert re.search(r"^note: .*needs sdcard \(micropython-lib\).*mip install sdcard", out, re.M), out
+
+
 def test_usage_errors(tmp_path, capsys):
     rc, _out, err = flash("no-such-board", "--dry-run", capsys=capsys)
     assert rc == 64 and "no board 'no-such-board'" in err
