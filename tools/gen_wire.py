@@ -67,6 +67,7 @@ def consumers():
         ("LOST_CONTROLLER", tables.LOST_CONTROLLER.encode(), "logb.tables.LOST_CONTROLLER"),
         ("LOST_BUFFER", tables.LOST_BUFFER.encode(), "logb.tables.LOST_BUFFER"),
         ("LOST_INVALID", tables.LOST_INVALID.encode(), "logb.tables.LOST_INVALID"),
+        ("LOST_SINK", tables.LOST_SINK.encode(), "logb.tables.LOST_SINK"),
         ("FLAG_FD", layout.FLAG_FD, "logb.can.layout.FLAG_FD"),
         ("DLC_LEN", bytes(layout.DLC_LENGTHS), "logb.can.layout.DLC_LENGTHS"),
     ] + [_meta_key(k) for k in ("logb.anchor.axis_ns", "logb.anchor.wall_ns", "logb.anchor.source",

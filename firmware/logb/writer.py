@@ -61,6 +61,7 @@ _LEN_TO_DLC = const(  # logb.can.layout.len_to_dlc(0..64)
 _LOST_CONTROLLER = const(b"logb.lost.controller")  # logb.tables.LOST_CONTROLLER
 _LOST_BUFFER = const(b"logb.lost.buffer")  # logb.tables.LOST_BUFFER
 _LOST_INVALID = const(b"logb.lost.invalid")  # logb.tables.LOST_INVALID
+_LOST_SINK = const(b"logb.lost.sink")  # logb.tables.LOST_SINK
 _FLAG_FD = const(0x08)  # logb.can.layout.FLAG_FD
 _DLC_LEN = const(b"\x00\x01\x02\x03\x04\x05\x06\x07\x08\x0c\x10\x14\x18\x200\x40")  # logb.can.layout.DLC_LENGTHS
 _ANCHOR_AXIS_NS = const(b"logb.anchor.axis_ns")  # logb.tables.META_KEYS
@@ -73,7 +74,6 @@ _KIND_BRANCH = const(2)  # logb.can.dbc.KIND_MUX
 _MIRROR = const("mirror")  # logb.can.layout.MIRROR
 _EXCLUSIVE = const("exclusive")  # logb.can.layout.EXCLUSIVE
 # end of wire constants
-_LOST_SINK = const(b"logb.lost.sink")  # logb.tables.LOST_SINK (to move into tools/gen_wire.py's set)
 
 _HDR = const(_FRAME_HEADER_SIZE + _DATA_HEADER_SIZE)  # records start here
 _LOSSY = const(~_FLAG_EXTENDED)  # any flag but extended (or a bit no flag has): not a plain data frame

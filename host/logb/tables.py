@@ -90,6 +90,7 @@ FIELD_FLAG_VARIABLE = 0x01
 LOST_CONTROLLER = "logb.lost.controller"  # frames the bus controller dropped (FIFO overrun)
 LOST_BUFFER = "logb.lost.buffer"  # frames the writer dropped (its buffer was full)
 LOST_INVALID = "logb.lost.invalid"  # frames no record could hold as given (SPEC §13.1)
+LOST_SINK = "logb.lost.sink"  # bytes the writer produced that its medium did not take (failed or short writes)
 META_KEYS = (
     "logb.time_base",
     "logb.session",
@@ -104,6 +105,7 @@ META_KEYS = (
     LOST_CONTROLLER,
     LOST_BUFFER,
     LOST_INVALID,
+    LOST_SINK,
 )
 
 TIME_BASES = ("unix", "monotonic", "relative")

@@ -108,9 +108,10 @@ def test_crc_polynomial_and_loss_keys_match_host():
     assert fwload.submodule("crc")._POLY == crc.POLY == 0x82F63B78
     assert crc.crc32c(b"123456789") == 0xE3069283  # the CRC-32C check value: POLY is the polynomial in use
     writer = fwload.submodule("writer")
-    assert (writer._LOST_CONTROLLER, writer._LOST_BUFFER, writer._LOST_INVALID) == (
-        tables.LOST_CONTROLLER.encode(), tables.LOST_BUFFER.encode(), tables.LOST_INVALID.encode())
-    assert {tables.LOST_CONTROLLER, tables.LOST_BUFFER, tables.LOST_INVALID} <= set(tables.META_KEYS)
+    assert (writer._LOST_CONTROLLER, writer._LOST_BUFFER, writer._LOST_INVALID, writer._LOST_SINK) == (
+        tables.LOST_CONTROLLER.encode(), tables.LOST_BUFFER.encode(), tables.LOST_INVALID.encode(),
+        tables.LOST_SINK.encode())
+    assert {tables.LOST_CONTROLLER, tables.LOST_BUFFER, tables.LOST_INVALID, tables.LOST_SINK} <= set(tables.META_KEYS)
     anchor_keys = (writer._ANCHOR_AXIS_NS, writer._ANCHOR_WALL_NS, writer._ANCHOR_SOURCE,
                    writer._ANCHOR_UNCERTAINTY_NS)
     assert {k.decode() for k in anchor_keys} == {k for k in tables.META_KEYS if k.startswith("logb.anchor.")}

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from ..tables import AxisKind
+from ..tables import LOST_SINK, AxisKind
 from .common import EXIT_DAMAGED, EXIT_OK, add_recover, dumps, file_timeline, input_help, open_input, schema_json
 
 HELP = "show sessions, segments, streams, runs, anchors, attachments and integrity"
@@ -145,7 +145,6 @@ def buses(f):
             for name, b in all_bus_frames(f).items()]
 
 
-LOST_SINK = "logb.lost.sink"  # (belongs in logb.tables with the other loss keys)
 
 
 def sink_lost(f):

@@ -28,9 +28,11 @@ the common path, with a trace and a DBC (every reading command takes a candump
   logb record -i socketcan -c can0 -o live.logb      a live bus (python-can)
 
 exit status: 0 success/intact, 1 damaged or truncated input, 2 not a Logb
-file, 3 unsupported Logb version, 64 usage error, 69 no logger answers
-(pull, tail) or the CAN bus cannot be opened or failed (record, replay),
-130 interrupted (pull, replay).
+file, 3 unsupported Logb version, 4 intact but its writer states data its
+medium did not take (verify: logb.lost.sink), 64 usage error, 65 no mpy-cross
+for the board (flash), 69 no logger answers (pull, tail, flash) or the CAN bus
+cannot be opened or failed (record, replay), 73 the board's filesystem is full
+(flash), 130 interrupted (pull, replay).
 Run `logb COMMAND --help` for each command's details."""
 
 # The exit status of each error that stops a command; the first match wins,
