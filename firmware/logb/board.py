@@ -4,7 +4,7 @@
     board.run(Profile)      # Profile declares parts; this module is the logic
 
 Profile attributes (functions are called once, at start):
-  can()            -> list of CAN sources (logb.mcp2515.MCP2515, logb.machine_can.MachineCAN)
+  can()            -> list of CAN sources (logb.mcp2515.MCP2515, logb.machine_can.MachineCAN / PybCAN)
   storage()        -> the folder recordings go to, mounted (board.mount() helps)
   led(), button()  -> machine.Pin or None (button: pressed reads 0)
   serial()         -> a logb.link port (StdioPort, StreamPort) or None: serves `logb pull`
