@@ -135,8 +135,6 @@ def test_dry_run_of_each_real_board(name, tmp_path, capsys):
                      out, re.M)
 
 
-@pytest.mark.xfail(strict=True, reason="host/logb/cli/flash.py prints the requires note only when flashing "
-                                       "(change requested from the integrator)")
 def test_dry_run_names_the_micropython_lib_packages(capsys):
     rc, out, err = flash("rp2040-mcp2515", "--dry-run", capsys=capsys)
     assert rc == 0, err

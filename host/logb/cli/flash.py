@@ -89,6 +89,9 @@ def _run(args, out):
               file=out)
         _table(out, [(i, "copy unless identical") for i in items], sources=True)
         _notes(board, config, out)
+        for name in board.requires:
+            print(f"note: the board needs {name} (micropython-lib); when the device lacks it: mpremote connect PORT "
+                  f"mip install {name}", file=out)
         return EXIT_OK
     from ..serial.ports import find_port
 
