@@ -87,3 +87,24 @@ def test_recover_fat_on_cut_cards(tmp_path, capsys):
     # the writer flushes after every frame; a cut between the data sector and the directory entry leaves
     # whole frames past the recorded size: some of the ~50 cuts land there
     assert gained >= 3, gained
+
+
+def test_recover_fat_never_synced_file(tmp_path):
+    """Under the close policy the file is never synced before close: its directory entry
+    says 0 bytes and no cluster, while its full pages are on the card in a chain no entry
+    reaches. recover-fat follows that orphan chain."""
+    import powercut_fs
+
+    st = powercut_fs.Study(tmp_path / "study")
+    ref = st.reference("close", 1000)
+    run = st.record("fat", "close", 1000, tag="rec")
+    writes = run.writes()
+    n = run.ready + 2 * (len(writes) - run.ready) // 3
+    img = powercut_fs.image_at(writes, st.blocks, n, 0)
+    fat = FatImage(img)
+    e = next(e for e in fat.entries() if e.path == "/rec.logb")
+    assert e.size == 0 and e.cluster == 0 and fat.orphans()
+    (r,) = [r for r in recover(fat) if r.path == "/rec.logb"]
+    assert r.data == ref.bytes[:len(r.data)]
+    # the chain the FAT lists so far (its sector goes out as FatFs moves its window) and the free clusters after
+    assert powercut_fs.records_of(ref, r.data) > writes[n - 1][3] // 2  # records appended before the cut

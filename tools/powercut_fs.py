@@ -286,7 +286,8 @@ def on_card(img, size, ref):
 
     v = fat.FatImage(img)
     e = next(e for e in v.entries() if e.path.endswith("rec.logb"))
-    data = v.beyond(e)
+    orphans = v.orphans()
+    data = v.beyond(e, orphans[0] if orphans and not e.cluster else None)
     n = 0
     lim = min(len(data), len(ref.bytes))
     while size + n < lim and data[size + n] == ref.bytes[size + n]:

@@ -13,7 +13,10 @@ them back from the clusters that follow the file's end:
    marks them free: FatFs allocates a growing file's next cluster by scanning
    forward from the last one allocated, so on a card one logger writes
    sequentially those are the clusters the file was about to get (a FAT sector
-   not yet written back leaves them marked free).
+   not yet written back leaves them marked free);
+3. a file whose directory entry has no cluster yet (never synced: size 0)
+   starts at the lowest orphan chain — allocated clusters no directory entry
+   reaches — left for it (files in directory order), else at cluster 2.
 
 Only whole frames are kept: from the end of the last complete frame inside
 the recorded size, frame after frame as long as each one's header and CRC-32C
@@ -136,11 +139,24 @@ class FatImage:
     def _bytes(self, clusters):
         return b"".join(bytes(self.cluster(c)) for c in clusters)
 
-    def beyond(self, entry):
+    def orphans(self):
+        """Heads of the chains no directory entry reaches, lowest first: clusters a file got
+        whose directory entry was not written back."""
+        reached = set()
+        for e in self.entries():
+            reached.update(self.chain(e.cluster) if e.cluster else ())
+        reached.update(self.chain(self.root_cluster) if self.root_cluster else ())
+        used = [c for c in range(2, self.clusters + 2) if self.next(c) and c not in reached]
+        pointed = {self.next(c) for c in used}
+        return [c for c in used if c not in pointed]
+
+    def beyond(self, entry, orphan=None):
         """The file's chain, then the free clusters right after its last one (module docstring, 1 and 2),
-        as one byte string: the recorded size's bytes followed by what the card holds past them."""
-        chain = self.chain(entry.cluster) if entry.cluster else []
-        last = chain[-1] if chain else 1  # an empty file: FatFs starts its scan at cluster 2
+        as one byte string: the recorded size's bytes followed by what the card holds past them. A file
+        whose entry has no cluster yet starts at `orphan` (a head from orphans()) when given, else at
+        the first cluster (FatFs scans for a free one from there)."""
+        chain = self.chain(entry.cluster) if entry.cluster else self.chain(orphan) if orphan else []
+        last = chain[-1] if chain else 1
         nxt = last + 1
         while nxt < self.clusters + 2 and self.next(nxt) == 0:
             chain.append(nxt)
@@ -176,11 +192,13 @@ def recover(image, suffix=".logb"):
     """Each `suffix` file of the FAT image with the whole frames found past its recorded size."""
     fat = image if isinstance(image, FatImage) else FatImage(image)
     out = []
+    orphans = fat.orphans()
     for e in fat.entries():
         if e.is_dir or not e.path.lower().endswith(suffix):
             continue
         plain = fat.read(e)
-        data = fat.beyond(e)
+        # an entry without a cluster takes the lowest orphan chain left (directory order)
+        data = fat.beyond(e, None if e.cluster or not orphans else orphans.pop(0))
         # the last whole frame inside the recorded size: the file header (which may itself lie past the
         # size: a file never synced), then frame after frame
         pos = 0
