@@ -17,7 +17,9 @@ the last data written may be on the card but outside the file.
 
 Where it looks: the rest of the file's cluster chain, then the free clusters
 right after its last cluster, in order (FatFs, MicroPython's FAT, gives a
-growing file the next free cluster after its last one). What it keeps: from
+growing file the next free cluster after its last one); a file never synced
+(no cluster in its entry) starts at the lowest chain no directory entry
+reaches. What it keeps: from
 the last whole frame inside the recorded size, frame after frame while each
 header and CRC-32C is intact; the first that is not ends it. Nothing is
 skipped or repaired, so what it adds are frames the writer wrote, whole. What
