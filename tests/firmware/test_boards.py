@@ -192,3 +192,49 @@ def test_board_heap_on_the_32_bit_port(name, can, tmp_path):
     _files, got, counted = recorded(res, tmp_path)
     assert_trace(got, frames, set(res["lost"]))
     assert counted == res["overruns"]
+
+
+def test_board_loop_under_cpython(tmp_path, monkeypatch):
+    """The same loop under CPython (firmware code runs there too): the pyb.CAN stand-in fed a short
+    trace in real time, files in a host folder, the button scripted on the sim clock."""
+    monkeypatch.syspath_prepend(str(BOARDS / "simparts"))
+    for m in ("machine", "pyb"):  # the stand-ins leave sys.modules with the test
+        monkeypatch.setitem(sys.modules, m, None)
+        del sys.modules[m]
+    import machine
+    import pyb
+
+    fwload.load()
+    board = fwload.submodule("board")
+    PybCAN = fwload.submodule("machine_can").PybCAN
+
+    frames = [f for f in trace_2s() if f[0] < 1_300_000]
+    machine.CAN.trace = frames
+    end = frames[-1][0]
+    machine.script_pin("SW", lambda us: 0 if 500_000 <= us < 600_000 or us >= end + 300_000 else 1)
+    (tmp_path / "config.lbcf").write_bytes(fwtools.compile_config()[0])
+    (tmp_path / "sd").mkdir()
+    machine._T0[0] = machine.ticks_us()  # the trace's time 0: now
+
+    class Profile:
+        CONFIG = str(tmp_path / "config.lbcf")
+
+        def can():
+            return [PybCAN(pyb.CAN, 1, 500000)]
+
+        def storage():
+            return str(tmp_path / "sd")
+
+        def button():
+            return machine.Pin("SW", machine.Pin.IN)
+
+    b = board.run(Profile)
+    can = b.sources[0].can
+    lost = {i for i in range(len(frames)) if can.lost[i]}
+    assert b.names == ["rec-00001.logb", "rec-00002.logb"]
+    for n in b.names:
+        (tmp_path / "out").mkdir(exist_ok=True)
+        (tmp_path / "out" / n).write_bytes((tmp_path / "sd" / n).read_bytes())
+    _files, got, counted = recorded({"files": b.names}, tmp_path)
+    assert_trace(got, frames, lost)
+    assert counted == can.overruns == len(lost)
