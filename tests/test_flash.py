@@ -116,7 +116,8 @@ def test_a_boards_lib_modules_go_with_the_package_once(tmp_path, capsys):
 @pytest.mark.parametrize("name", ["stm32", "rp2040-mcp2515", "esp32-mcp2515"])
 def test_dry_run_of_each_real_board(name, tmp_path, capsys):
     """What a new user sees first (the READMEs' --dry-run line): the package with the board's own
-    drivers, the viper CRC for its architecture, its files, and the config compiled from the DBC."""
+    drivers, the viper CRC for its architecture, its files, the config compiled from the DBC, and
+    the micropython-lib packages it needs."""
     folder = ROOT / "boards" / name
     meta = json.loads((folder / "board.json").read_text())
     (tmp_path / "vehicle.dbc").write_text(DBC)
@@ -133,6 +134,8 @@ def test_dry_run_of_each_real_board(name, tmp_path, capsys):
         assert table["/" + f][0] == (folder / f).stat().st_size
     assert re.search(rf"^{re.escape(meta['config'])}\s+\d+\s+copy unless identical\s+.*vehicle\.dbc \(compiled\)$",
                      out, re.M)
+    needs = re.findall(r"^note: the board needs (\S+) \(micropython-lib\)", out, re.M)
+    assert needs == meta["requires"]  # sdcard for the MCP2515 boards' SPI card, nothing for the stm32's SDIO
 
 
 def test_dry_run_names_the_micropython_lib_packages(capsys):
