@@ -353,7 +353,8 @@ def summarize(results):
     if beyond:
         gained = [r["recovered"] - r["records"] for r in results if "recovered" in r]
         out.update(beyond_median=statistics.median(beyond), beyond_max=max(beyond),
-                   recovered_median=statistics.median(gained), recovered_max=max(gained))
+                   recovered_cuts=sum(1 for g in gained if g > 0), recovered_mean=statistics.fmean(gained),
+                   recovered_max=max(gained))
     return out
 
 
@@ -369,13 +370,14 @@ def markdown(rows, args):
              "cut the recording was a byte prefix of the uninterrupted run's and held every record the policy "
              "had declared durable (the tool stops otherwise). Lost = records handed to the writer before the "
              "cut and not in the file; beyond = bytes of the recording on the card past the FAT file's size; "
-             "recover = records `logb recover-fat` adds.", "",
+             "recover = records `logb recover-fat` adds to the file's.", "",
              "| fs | policy | flush_ms | cuts (torn) | mount failures | lost median | lost max | beyond median/max B "
-             "| recover +records median/max | flushes | block writes/record | card B/record | Logb B/record |",
+             "| recover: cuts gaining / +records mean / max | flushes | block writes/record | card B/record | Logb B/record |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for s in rows:
         beyond = f"{s['beyond_median']:g} / {s['beyond_max']}" if "beyond_median" in s else "n/a"
-        recov = f"{s['recovered_median']:g} / {s['recovered_max']}" if "recovered_median" in s else "n/a"
+        recov = (f"{s['recovered_cuts']} / {s['recovered_mean']:.0f} / {s['recovered_max']}"
+                 if "recovered_cuts" in s else "n/a")
         lines.append(f"| {s['fs']} | {s['durability']} | {s['flush_ms']} | {s['cuts']} ({s['torn']}) | "
                      f"{s['mount_failures']} | {s['lost_median']:g} | {s['lost_max']} | {beyond} | {recov} | "
                      f"{s['flushes']} | {s['block_writes'] / s['records']:.3f} | "
