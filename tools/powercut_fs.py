@@ -372,7 +372,8 @@ def markdown(rows, args):
              "cut and not in the file; beyond = bytes of the recording on the card past the FAT file's size; "
              "recover = records `logb recover-fat` adds to the file's.", "",
              "| fs | policy | flush_ms | cuts (torn) | mount failures | lost median | lost max | beyond median/max B "
-             "| recover: cuts gaining / +records mean / max | flushes | block writes/record | card B/record | Logb B/record |",
+             "| recover: cuts gaining / +records mean / max | flushes | block writes/record | card B/record "
+             "| Logb B/record |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for s in rows:
         beyond = f"{s['beyond_median']:g} / {s['beyond_max']}" if "beyond_median" in s else "n/a"
