@@ -31,8 +31,8 @@ the card past the file's recorded size (FAT: the clusters after its end,
 compared with the reference; littlefs: not measured — an unsynced write's
 blocks are not reachable from its metadata).
 
-    python tools/powercut_fs.py                 # every cut N of every run, a torn sample; ~minutes
-    python tools/powercut_fs.py --cuts 60       # 60 cuts per run, spread evenly
+    python tools/powercut_fs.py                 # 200 cuts per run spread evenly + 40 torn (~7 min)
+    python tools/powercut_fs.py --full          # every N of every run (~27,000 cuts, about an hour)
     python tools/powercut_fs.py --output BENCHMARKS.md   # splice the "powercut" block
 """
 
