@@ -63,14 +63,15 @@ class Budget:
     def charge(self, schema, header):
         """Why decoding this frame would pass a limit (and nothing is charged),
         or None (and its cost is charged to the input)."""
-        n = header.record_count
-        if header.raw_size > self.raw_limit:
-            return f"raw_size {header.raw_size} beyond the reader limit of {self.raw_limit} bytes per frame"
-        columns = n * self._column_bytes(schema)
+        n, raw_size = header.record_count, header.raw_size
+        if raw_size > self.raw_limit:
+            return f"raw_size {raw_size} beyond the reader limit of {self.raw_limit} bytes per frame"
+        known = self._per_record.get(id(schema))  # _column_bytes, inlined: once per DATA frame
+        columns = n * (known[1] if known is not None and known[0] is schema else self._column_bytes(schema))
         if columns > self.columns_limit:
             return (f"{n} records need {columns} bytes of columns, beyond the reader limit of "
                     f"{self.columns_limit} per frame")
-        cost = header.raw_size + columns
+        cost = raw_size + columns
         if cost > self.file_left:
             return "beyond the reader's decoding budget for this input"
         zero_size = not schema.record_size and not schema.variable_fields

@@ -83,6 +83,7 @@ class _Binding:
 
 
 _LOST_KEYS = {LOST_CONTROLLER, LOST_BUFFER, LOST_INVALID}
+_DATA = int(FrameType.DATA)
 
 
 class Stream:
@@ -444,6 +445,16 @@ class LogbFile(SourceReader):
         """Dispatch one CRC-valid frame through FRAME_RULES: the scope checks,
         then the one guarded decode, then the frame type's handler."""
         t = fr.type
+        if t == _DATA and self._cur is not None and fr.stream_id:
+            # the hot path (one per DATA frame): FRAME_RULES' DATA row with its
+            # checks (stream scope, inside a segment) already known to pass
+            try:
+                header = DataHeader.decode(payload)
+            except MalformedPayloadError as exc:
+                self._data_malformed(fr, exc)
+                return
+            self._data(fr, header)
+            return
         rule = FRAME_RULES.get(t)
         if rule is None:
             self.unknown_frames.append((fr.offset, t))
@@ -609,30 +620,33 @@ class LogbFile(SourceReader):
         b = self._data_binding(fr)
         if b is None:
             return
-        self._data_offsets[fr.offset] = (b.stream, header)
+        offset, stream = fr.offset, b.stream
+        self._data_offsets[offset] = (stream, header)
         if b.status != "ok":
-            if b.stream is not None:
-                b.stream.reject(fr.offset, header.record_count, b.reason)
+            if stream is not None:
+                stream.reject(offset, header.record_count, b.reason)
             else:
-                self._note(fr.offset, "rejected", f"DATA for stream_id {fr.stream_id}: {b.reason}")
+                self._note(offset, "rejected", f"DATA for stream_id {fr.stream_id}: {b.reason}")
             return
-        stream = b.stream
-        reason = header_problem(stream.schema, header, fr.payload_len) or self._budget.charge(stream.schema, header)
+        schema = stream.schema
+        reason = header_problem(schema, header, fr.payload_len) or self._budget.charge(schema, header)
         if reason:
             if self.strict:
                 raise {"codec": UnsupportedCodecError, "filter": UnsupportedFilterError}.get(
-                    reason.split()[1], MalformedPayloadError)(f"{reason} (offset {fr.offset})")
-            stream.reject(fr.offset, header.record_count, reason)
+                    reason.split()[1], MalformedPayloadError)(f"{reason} (offset {offset})")
+            stream.reject(offset, header.record_count, reason)
             return
-        key = (len(self.segments), fr.stream_id)
-        last, closed = self._run_state.get(key, (None, set()))
-        if last is not None and header.run_id != last:
-            if header.run_id in closed:
-                self._note(fr.offset, "run-order",
-                           f"stream {stream.name!r}: run {header.run_id} reappears after another run in one segment")
-            closed.add(last)
-        self._run_state[key] = (header.run_id, closed)
-        stream.frames.append(FrameLoc(fr.offset, fr.payload_len, header, len(self.segments) - 1))
+        segment, run_id = len(self.segments) - 1, header.run_id
+        state = self._run_state.get((segment, fr.stream_id))  # [the last run_id, the runs closed before it]
+        if state is None:
+            self._run_state[segment, fr.stream_id] = [run_id, set()]
+        elif run_id != state[0]:
+            if run_id in state[1]:
+                self._note(offset, "run-order",
+                           f"stream {stream.name!r}: run {run_id} reappears after another run in one segment")
+            state[1].add(state[0])
+            state[0] = run_id
+        stream._frames.append(FrameLoc(offset, fr.payload_len, header, segment))  # nothing is dropped while scanning
 
     # after the scan
     def _check_index_and_end(self):

@@ -167,6 +167,9 @@ class FrameRef:
         return buf[self.payload_offset : self.payload_offset + self.payload_len]
 
 
+_new = object.__new__
+
+
 @dataclass(frozen=True)
 class Frame(FrameRef):
     """A frame from FrameScanner.feed(): the scanner keeps no bytes, so the payload travels with it."""
@@ -357,7 +360,10 @@ class FrameScanner:
                 for offset, plen, sid, ftype, flags in table.tolist():
                     if ftype in _FOLLOWED:
                         self._follow(buf, offset - base, ftype, sid, plen)
-                    yield FrameRef(offset, ftype, flags, sid, plen)
+                    # FrameRef(offset, ftype, flags, sid, plen) without the frozen __init__'s guarded setattrs
+                    ref = _new(FrameRef)
+                    ref.__dict__.update(offset=offset, type=ftype, flags=flags, stream_id=sid, payload_len=plen)
+                    yield ref
                 pos = base + stop
                 if status != SCAN_FULL:
                     break
