@@ -20,6 +20,7 @@ puts it. The owners (tools/bench.py runs them all):
     firmware  firmware/bench/run_bench.py  the MicroPython writer (issue 5)
     pull      tools/bench_pull.py        pull over the serial link vs raw pyserial (issue 6)
     boards    tools/bench_boards.py      lossless bus load per board profile (issue 11)
+    powercut  tools/powercut_fs.py       power cuts through FAT and littlefs (issue 16)
 
 Further scripts add their name here (a block of an unknown name is kept and
 can be spliced too; it is inserted at the end when new).
@@ -28,7 +29,7 @@ can be spliced too; it is inserted at the end when new).
 import pathlib
 import re
 
-BLOCKS = ("core", "formats", "can", "cbridge", "verify", "rss", "firmware", "pull", "boards")
+BLOCKS = ("core", "formats", "can", "cbridge", "verify", "rss", "firmware", "pull", "boards", "powercut")
 TITLE = "# Benchmarks\n"
 _LEGACY_BEGIN = {"cbridge": "start"}  # markers older scripts wrote: <!-- cbridge:start -->
 
