@@ -39,7 +39,7 @@ RSS_LIMIT_MB = 256
 # charged this plus what it adds to the process, not what earlier steps left resident.
 FRESH_PROCESS_MB = 48
 MAX_STREAMS = 64  # streams (and attachments) exercised one by one; the CLI steps still read them all
-CLI_EXITS = (0, 1, 2, 3)  # what a reading command may exit with (README "Exit status"), 64 aside
+CLI_EXITS = (0, 1, 2, 3, 4)  # what a reading command may exit with (`logb --help`; 4: verify, sink losses), 64 aside
 CLI_COMMANDS = (("verify",), ("info", "--json"), ("dump", "--json"), ("dump", "--frames", "--json"))
 
 

@@ -6,7 +6,10 @@ import os
 
 import numpy as np
 
+from ...errors import InvalidDataError
 from .trace import Bus, Trace
+
+_I64_MAX = 2**63 - 1
 
 SEGMENT_BYTES = 1 << 20  # `logb import` segments: a lost one costs seconds of a busy bus (docs/CAN.md)
 FLUSH_S = 1.0  # per-message records wait at most this long (of trace time) for their DATA frame
@@ -105,7 +108,7 @@ def read_logb(f, streams=None):
     if dated and "can.import.start_ns" in meta:
         try:
             start = _ns_to_ticks(np.array([int(meta["can.import.start_ns"])]), exp)[0].item()
-        except ValueError:
+        except (ValueError, InvalidDataError):
             start = None
     dbcs = [a for a in f.attachments if a.media_type == MEDIA_TYPE and not a.problem]
     return Trace(buses, exp, dated, start, meta.get("can.import.format", "logb"),
@@ -114,19 +117,29 @@ def read_logb(f, streams=None):
 
 def _ticks_ns(axis, exp):
     if exp >= -9:
-        return axis * (10 ** (exp + 9))
-    return axis // (10 ** (-9 - exp))
+        scale = 10 ** (exp + 9)
+        # numpy wraps silently: an axis whose ns do not fit int64 is refused, not wrapped
+        if len(axis) and max(int(axis.max()), -int(axis.min())) > _I64_MAX // scale:
+            raise InvalidDataError(f"times scaled by 10^{exp + 9} are past int64")
+        return axis * scale if len(axis) else np.asarray(axis, np.int64)
+    div = 10 ** (-9 - exp)
+    if div > _I64_MAX:  # every tick is below a nanosecond: floor division's result, without an int past int64
+        return np.where(np.asarray(axis) < 0, -1, 0).astype(np.int64)
+    return axis // div
 
 
 def _ns_to_ticks(ns, exp):
-    return ns // (10 ** (9 + exp)) if exp > -9 else ns * (10 ** (-9 - exp))
+    return _ticks_ns(ns, -18 - exp)  # the same scaling the other way: 10**(9+exp) ns per tick
 
 
 def wall_ns_of(f, axis, axis_exp, session):
     """Vectorised Clock.wall over arrays of axis ticks and session indices: exact for unix
     sessions and a single anchor; between two anchors within a nanosecond or so of
     Clock.wall's exact rounding. (None, False) if any record is undated."""
-    axis = _ticks_ns(np.asarray(axis, np.int64), axis_exp)
+    try:
+        axis = _ticks_ns(np.asarray(axis, np.int64), axis_exp)
+    except InvalidDataError:
+        return None, False  # no wall time in ns for these ticks
     session = np.broadcast_to(np.asarray(session), axis.shape)
     out = np.empty(len(axis), np.int64)
     for idx in np.unique(session):
