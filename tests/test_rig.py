@@ -89,3 +89,32 @@ def test_sim_rig_cycles(tmp_path):
                 k += 1
             assert k < len(trace), (n, rec)
             k += 1
+
+
+class RollbackRelay(rig.SimRelay):
+    """A card that loses what came after the second power-on: its image goes back to that moment at
+    the third (a lying card, or a filesystem that drops a file)."""
+
+    def on(self):
+        self.boots = getattr(self, "boots", 0) + 1
+        img = self.work / "sd.img"
+        if self.boots == 2:
+            self.saved = img.read_bytes()
+        elif self.boots == 3:
+            img.write_bytes(self.saved)
+        super().on()
+
+
+def test_rig_reports_records_that_vanish(tmp_path):
+    mpreal.built("unix")
+    relay = RollbackRelay(tmp_path / "sim", seconds=40)
+    try:
+        rep = rig.run(relay, 2, tmp_path / "out", seed=3, min_on=1.0, max_on=1.5, say=lambda s: None)
+    finally:
+        relay.close()
+    # the second boot's file, pulled with records, is gone after the rollback and the third boot
+    # records under its name (other records: other ticks); the first is as that boot's pull saw it
+    assert rep["cycles"][1]["problems"] == []
+    (p,) = rep["cycles"][2]["problems"]
+    assert p.startswith("rec-00002.logb: the ") and p.endswith("(durable records lost)"), p
+    assert rep["problems"] == 1
