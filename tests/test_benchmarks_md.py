@@ -18,7 +18,8 @@ pytestmark = pytest.mark.single_backend
 BENCH = ROOT / "BENCHMARKS.md"
 OWNERS = {"core": "tools/bench.py", "formats": "tools/bench.py", "can": "tools/bench.py",
           "cbridge": "tools/bench_cbridge.py", "firmware": "firmware/bench/run_bench.py",
-          "pull": "tools/bench_pull.py"}
+          "pull": "tools/bench_pull.py", "verify": "tools/bench_verify.py", "rss": "tools/bench_rss.py",
+          "boards": "tools/bench_boards.py", "powercut": "tools/powercut_fs.py"}
 
 
 def outside(text):
@@ -89,7 +90,8 @@ def test_each_block_has_an_owner_that_splices_it(name):
     assert "benchmd" in src and f'"{name}"' in src
     bench = (ROOT / "tools" / "bench.py").read_text(encoding="utf-8")
     assert "write_text" not in bench  # tools/bench.py never rewrites the whole file
-    for script in ("bench_cbridge", "run_bench.py", "bench_formats", "bench_can"):
+    for script in ("bench_cbridge", "run_bench.py", "bench_formats", "bench_can", "bench_verify", "bench_rss",
+                   "bench_pull", "bench_boards", "powercut_fs"):
         assert script in bench
 
 

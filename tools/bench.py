@@ -9,7 +9,7 @@ tools/benchmd.py), each owned by one script that replaces only its own block:
 core (this file: the pure-Python backend against its peers), formats
 (tools/bench_formats.py), can (tools/bench_can.py), cbridge
 (tools/bench_cbridge.py), verify (tools/bench_verify.py), rss (tools/bench_rss.py), pull (tools/bench_pull.py),
-boards (tools/bench_boards.py) and firmware (firmware/bench/run_bench.py: MicroPython
+boards (tools/bench_boards.py), powercut (tools/powercut_fs.py) and firmware (firmware/bench/run_bench.py: MicroPython
 1.28's unix port and qemu Cortex-M3 image, built by tools/micropython_build.py;
 skipped with a note, its block kept, when a build tool is missing). --only/--skip choose blocks;
 everything else in the file stays as it is.
@@ -356,6 +356,10 @@ def main(argv=None):
         import bench_boards  # lossless bus load per board profile, rp2 flash stalls (issue 11); splices its block
 
         rc = bench_boards.main(["--output", str(args.output)]) or rc
+    if "powercut" in wanted:
+        import powercut_fs  # power cuts through FAT and littlefs on the unix port (issue 16); splices its block
+
+        rc = powercut_fs.main(["--output", str(args.output)]) or rc
     log(f"bench: done in {time.perf_counter() - started:.0f} s")
     return rc
 

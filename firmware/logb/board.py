@@ -29,10 +29,10 @@ from ._port import gc_collect, ticks_add, ticks_diff, ticks_us
 try:
     from micropython import heap_lock, heap_unlock
 except ImportError:  # CPython
-    def heap_lock():
+    def heap_lock():  # type: ignore[misc]
         pass
 
-    def heap_unlock():
+    def heap_unlock():  # type: ignore[misc]
         pass
 
 HOLD_MS = 1500
@@ -90,7 +90,7 @@ class Board:
         if self.link is not None:  # the link serves the growing file up to its last flush
             from .link import Recorder
 
-            self.rec = self.storage.recorder = Recorder(self.rec, name)
+            self.rec = self.storage.recorder = Recorder(self.rec, name)  # type: ignore[union-attr]
         self.w = w = Writer(self.rec, device=getattr(p, "DEVICE", ""), **getattr(p, "WRITER", {}))
         w.load_config(p.CONFIG)
         self.step = p.sensors(w) if hasattr(p, "sensors") else None
@@ -100,8 +100,8 @@ class Board:
     def close(self):
         for s in self.sources:
             s.pump(self.w)
-        self.w.close()
-        self.rec.close()
+        self.w.close()  # type: ignore[union-attr]
+        self.rec.close()  # type: ignore[union-attr]
         self.w = None
         self.step = None  # it holds the writer's stream: the writer is freed before the next opens
 
@@ -146,7 +146,7 @@ class Board:
                 now = ticks_us()
                 if self.step is not None:
                     self.step(now)
-                w.poll()
+                w.poll()  # type: ignore[union-attr]
                 if link is not None:
                     # a request is parsed and a file opened on the heap (logb.link): unlocked while it
                     # runs; a pull streams from preallocated buffers
@@ -167,7 +167,7 @@ class Board:
                     elif down >= 0:
                         down = -1
                         return True
-                if w.position >= self.limit:
+                if w.position >= self.limit:  # type: ignore[union-attr]
                     return True
         finally:
             heap_unlock()

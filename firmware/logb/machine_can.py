@@ -60,12 +60,12 @@ class MachineCAN:
         res = self.res
         tk = self.ticks
         n = 0
-        while can.recv(res) is not None:
-            fl = res[2]
+        while can.recv(res) is not None:  # type: ignore[union-attr]
+            fl = res[2]  # type: ignore[index]
             # logb flags: bit 0 extended, bit 1 remote (machine.CAN: bit 1 extended, bit 0 RTR)
-            w.append_can(tk(), res[0], res[1], (1 if fl & _FLAG_EXT else 0) | (2 if fl & _FLAG_RTR else 0))
+            w.append_can(tk(), res[0], res[1], (1 if fl & _FLAG_EXT else 0) | (2 if fl & _FLAG_RTR else 0))  # type: ignore[index]
             n += 1
-        can.get_counters(self.cnt)
+        can.get_counters(self.cnt)  # type: ignore[union-attr]
         k = self.cnt[_OVERRUNS] - self.seen
         if k:
             self.seen += k
@@ -78,7 +78,7 @@ class MachineCAN:
             self.can.deinit()
 
     def status(self):
-        c = self.can.get_counters()
+        c = self.can.get_counters()  # type: ignore[union-attr]
         return {"tec": c[0], "rec": c[1], "overflows": c[_OVERRUNS], "frames": self.frames}
 
 
@@ -119,8 +119,8 @@ class PybCAN:
         fifo = self.fifo
         tk = self.ticks
         n = 0
-        while can.any(fifo):
-            can.recv(fifo, lst)
+        while can.any(fifo):  # type: ignore[union-attr]
+            can.recv(fifo, lst)  # type: ignore[union-attr]
             w.append_can(tk(), lst[0], lst[4], (1 if lst[1] else 0) | (2 if lst[2] else 0))
             n += 1
         k = self.overflows - self.seen
@@ -136,6 +136,6 @@ class PybCAN:
             self.can.deinit()
 
     def status(self):
-        i = self.can.info()
+        i = self.can.info()  # type: ignore[union-attr]
         return {"tec": i[0], "rec": i[1], "warning": i[2], "passive": i[3], "bus_off": i[4],
                 "overflows": self.overflows, "frames": self.frames}

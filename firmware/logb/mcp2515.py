@@ -176,7 +176,7 @@ def plan_filters(filters):
                 m = ma & mb & ~(a ^ b)
                 if best is None or _pop(m) > best[0]:
                     best = (_pop(m), i, j, (a & m, m, ea))
-        _, i, j, f = best
+        _, i, j, f = best  # type: ignore[misc]
         fs = [x for k, x in enumerate(fs) if k not in (i, j)] + [f]
     best = None
     n = len(fs)
@@ -190,8 +190,8 @@ def plan_filters(filters):
             m1 = _and(b1) if b1 else m0
             score = _pop(m0) * len(b0) + _pop(m1) * len(b1)
             if best is None or score > best[0]:
-                best = (score, m0, m1, b0, b1 or b0)
-    _, m0, m1, b0, b1 = best
+                best = (score, m0, m1, b0, b1 or b0)  # type: ignore[assignment]
+    _, m0, m1, b0, b1 = best  # type: ignore[misc]
     # unused slots repeat a used filter of their buffer: a zero filter would match id 0
     slots = [b0[k % len(b0)] for k in range(2)] + [b1[k % len(b1)] for k in range(4)]
     masks = (m0, m1)
