@@ -115,6 +115,8 @@ def test_rig_reports_records_that_vanish(tmp_path):
     # the second boot's file, pulled with records, is gone after the rollback and the third boot
     # records under its name (other records: other ticks); the first is as that boot's pull saw it
     assert rep["cycles"][1]["problems"] == []
-    (p,) = rep["cycles"][2]["problems"]
-    assert p.startswith("rec-00002.logb: the ") and p.endswith("(durable records lost)"), p
-    assert rep["problems"] == 1
+    # (its loss counter may read lower too: another session's)
+    ps = rep["cycles"][2]["problems"]
+    assert all(p.startswith("rec-00002.logb: ") for p in ps), ps
+    assert any(p.startswith("rec-00002.logb: the ") and p.endswith("(durable records lost)") for p in ps), ps
+    assert rep["problems"] == len(ps)

@@ -21,9 +21,11 @@ the loss is a lower bound; with hardware it is null. report.json holds per cycle
 records, lost since last, problems; lost_per_cut.png plots records lost per cut. Exit status 0: no problem in any cycle.
 
 A full run is 1,000 cycles (`--cycles 1000`, on for 1–5 s each: about 2 h on hardware, as long
-with the sim relay); it measures, per cut, the records lost between the last flush and the cut
-(bounded by the writer's flush_ms: the stm32 profile flushes every 1000 ms) and that no cut ever
-costs a record that had been durable, nor breaks the filesystem for the files before it.
+with the sim relay); it measures, per cut, the records lost between the last durable frame and
+the cut, and that no cut ever costs a record that had been durable, nor breaks the filesystem for
+the files before it. Measured with the sim relay (20 cuts, raw bus stream only, ~500 frames/s):
+median 9, at most 25 records per cut, less than one frame of the raw bus stream (26 records):
+sealed frames reached the card long before the profile's flush_ms of 1000 ms.
 
 Relays (`--relay KIND[:ARGS]`, class Relay: on(), off()):
   serial-relay:DEV  a USB relay module of the LCUS-1 kind on a serial port (9600 baud): it takes
