@@ -133,6 +133,8 @@ def test_info(name):
         got = [{"name": a["name"], "media_type": a["media_type"], "raw_size": a["raw_size"],
                 "available": a["problem"] is None} for a in info["attachments"]]
         assert got == expect["attachments"]
+    if "lost" in expect:
+        assert {s["uuid"]: s["lost"] for s in info["streams"]} == expect["lost"]
     if "lost_sink" in expect:
         assert [se["lost_sink"] for se in info["sessions"]] == expect["lost_sink"]
     noted = {n["offset"] for n in info["notes"]}

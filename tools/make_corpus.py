@@ -539,6 +539,24 @@ def loss_counters():
     }
 
 
+@fixture("loss counters restated inside a segment: the writer states a stream's counters again after "
+         "the first frame it seals once a count changed; the last value in the session (40) is its total, "
+         "whether or not the file reaches close", "§4.5")
+def loss_counters_restated():
+    b = Build(hm.header(), hm.sync(0), u8_stream(U(0x1E), "overrun", step=10))
+    b.put(hm.meta([("logb.lost.controller", "0"), ("logb.lost.buffer", "0")], sid=1))
+    b.put(hm.data(1, bytes([1, 2]), 2, base=0))
+    b.put(hm.meta([("logb.lost.controller", "3"), ("logb.lost.buffer", "0")], sid=1))
+    b.put(hm.data(1, bytes([3]), 1, base=20))
+    b.put(hm.meta([("logb.lost.controller", "40"), ("logb.lost.buffer", "2")], sid=1))
+    return b.buf, {
+        "exit": 0, "truncated": False, "sessions": 1, "skipped": [], "strict": None,
+        "streams": streams((U(0x1E), "overrun", 3, 0)),
+        "records": u8_records(U(0x1E), "overrun", [1, 2, 3], step=10),
+        "lost": {U(0x1E).hex(): {"buffer": 2, "controller": 40}},
+    }
+
+
 def _sink_segments(first, second):
     """Two segments of one session, each restating the session and logb.lost.sink (`first`, then
     `second`): what the device writer writes when a write between its frames failed."""

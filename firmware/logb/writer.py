@@ -299,7 +299,8 @@ class Stream:
         self.payload = plen
         self.select = select
         self.codec = codec
-        self._lost = [0] * 6  # controller, buffer, invalid: (low 24 bits, high bits) each
+        # controller, buffer, invalid: (low 24 bits, high bits) each; [6]: changed since last stated
+        self._lost = [0] * 7
         self.records = 0
         self.frames = 0
         # the garbage of the streams declared before this one, collected now: its small holes
@@ -375,6 +376,7 @@ class Stream:
             c[i + 1] += lo >> 24
             lo &= 0xFFFFFF
         c[i] = lo
+        c[6] = 1
 
     def __getattr__(self, name):
         """The computed attributes: `n`, records in the frame being built, and the
@@ -889,6 +891,8 @@ class Writer:
         st.off = _HDR
         st.frames += 1
         st.records += n
+        if st._lost[6]:  # a count changed: stated now, not only at the next segment (a power cut loses that)
+            self._loss(st)
         if self._dur == DUR_FRAME:
             self._sync_out()
 
@@ -973,10 +977,13 @@ class Writer:
 
     def _loss(self, st):
         """Stream META with the session's loss counters (G13); no allocation. The
-        raw bus stream's also counts the frames no record could hold (append_can)."""
+        raw bus stream's also counts the frames no record could hold (append_can).
+        Written at each segment start, at close, and after the stream's first frame
+        sealed once a count changed (SPEC §4.5)."""
         c = self._ctl
         L = self._limbs
         cnt = st._lost
+        cnt[6] = 0
         p = _key(c, 12, _LOST_CONTROLLER)
         p = _lstr(c, p, L, _lsplit(L, cnt, _C_CONTROLLER))
         p = _key(c, p, _LOST_BUFFER)

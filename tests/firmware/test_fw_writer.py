@@ -555,6 +555,29 @@ def test_anchor_forms_agree_and_date_the_session():
         w.anchor(-1)
 
 
+def test_losses_are_stated_with_the_next_frame_not_only_at_the_next_segment(trace_cfg):
+    """A file cut by a power loss (no close, mid-segment) states every loss counted before the
+    last frame it holds of that stream (SPEC §4.5); at most one loss META per sealed frame."""
+    cfg, compiled = trace_cfg
+    frames = fwtools.synth_frames(compiled, 3000)
+    sink = io.BytesIO()
+    clock = scenario.Clock(frames[0][0])
+    w, _, sen = scenario.make_writer(sink, cfg, {"segment_bytes": 1 << 20}, clock)
+    scenario.feed(w, sen, frames, clock, 0, 1000)
+    w.lost(controller=7)
+    for i in range(1000, 2000):  # an overflow flag on every frame: one META per sealed frame, not per count
+        scenario.feed(w, sen, frames, clock, i, i + 1)
+        w.lost(buffer=1)
+    w.flush()
+    f = logb.LogbFile(sink.getvalue())  # the card as the power cut left it: no close, one segment
+    assert len(f.segments) == 1 and not f.sessions[0].ended
+    assert f.stream("can0").lost == {"logb.lost.controller": 7, "logb.lost.buffer": 1000, "logb.lost.invalid": 0}
+    fr = frames_of(sink.getvalue())
+    metas = [x for x in fr if x.type == 0x11 and x.stream_id == 1]  # can0 is stream_id 1
+    datas = [x for x in fr if x.type == 0x20 and x.stream_id == 1]
+    assert 1 < len(metas) <= len(datas) + 1
+
+
 def test_loss_counters_past_2_30_are_exact():
     """Counters are kept as 24-bit halves (no int >= 2**30 on a 32-bit port);
     the META text and the totals stay exact past 2**30 and 2**48."""
