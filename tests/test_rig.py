@@ -5,6 +5,7 @@ process, tests/firmware/mp_rig_mount.py) and against the pulled copies."""
 
 import importlib.util
 import json
+import subprocess
 import sys
 
 import pytest
@@ -120,3 +121,35 @@ def test_rig_reports_records_that_vanish(tmp_path):
     assert all(p.startswith("rec-00002.logb: ") for p in ps), ps
     assert any(p.startswith("rec-00002.logb: the ") and p.endswith("(durable records lost)") for p in ps), ps
     assert rep["problems"] == len(ps)
+
+
+def test_serial_relay_sends_the_lcus1_commands(tmp_path):
+    """The USB relay driver, on a pseudo-terminal standing in for the module: the exact command bytes."""
+    import os
+    import select
+
+    master, slave = os.openpty()
+    try:
+        relay = rig.make_relay(f"serial-relay:{os.ttyname(slave)}", tmp_path)
+        got = b""
+        relay.on()
+        relay.off()
+        while len(got) < 8 and select.select([master], [], [], 30)[0]:
+            got += os.read(master, 64)
+        relay.close()
+    finally:
+        os.close(master)
+        os.close(slave)
+    assert got == bytes.fromhex("A00101A2") + bytes.fromhex("A00100A1")
+
+
+def test_gpio_relay_runs_its_template(tmp_path):
+    log = tmp_path / "gpio.log"
+    relay = rig.make_relay(f"gpio:echo {{v}} >> {log}", tmp_path)
+    relay.on()
+    relay.off()
+    assert log.read_text().split() == ["1", "0"]
+    with pytest.raises(subprocess.CalledProcessError):
+        rig.make_relay("gpio:exit 3", tmp_path).on()  # a failing switch stops the rig, never passes silently
+    with pytest.raises(SystemExit):
+        rig.make_relay("usb-hub:1", tmp_path)
