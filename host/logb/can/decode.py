@@ -452,7 +452,7 @@ def _decode(f, dbc, messages, signals, window, source, records):
     messages = set(messages) if messages else None
     signals = set(signals) if signals else None
     per_message = [s for s in f.streams.values() if is_message_stream(s)]
-    if source == "auto" and dbc is None and per_message and _damaged_mirror(f):
+    if source == "auto" and dbc is None and per_message and damaged_mirror(f):
         source = "raw"  # the whole bus is intact where per-message DATA may be lost (a cut file)
     if source == "messages" and not per_message:
         raise NothingToDecodeError("no per-message CAN streams in this file")
@@ -472,26 +472,36 @@ def _decode(f, dbc, messages, signals, window, source, records):
                 raise NothingToDecodeError(f"raw bus stream {s.name!r}: no DBC given and none attached to the file; "
                                            f"give one with --dbc FILE.dbc")
             compiled = compile_dbc(text, bus=s.name)
-        whole = (records is None or len(g.streams) > 1 or g.exclusive_segments()
-                 or any(e.j1939 for e in compiled.entries))
-        if whole:
-            b = group_frames(f, g, window)
-            yield decode_frames(compiled, b.t, b.id, b.flags, b.data, messages, signals, b.axis_exp, bus=s.name,
-                                dlc=b.dlc, session=b.session)
-            continue
-        ticks = _ticks(window, s)
-        width = s.schema.field_named("data").bit_width // 8
-        base = 0  # frames of the bus before this batch: Decoded.rows index the whole bus
-        for chunk in frame_chunks(s, ticks, records):
-            axis, session, cols = frames_columns(s, chunk, RAW_FIELDS, ticks)
-            part = decode_frames(compiled, axis, cols["id"], cols["flags"], pad(cols["data"], width), messages,
-                                 signals, s.schema.axis_exp, bus=s.name, dlc=cols["dlc"], session=session,
-                                 transport=False)
-            for d in part:
-                d.rows = d.rows + base
-            base += len(axis)
-            if part:
-                yield part
+        yield from bus_batches(f, g, compiled, messages, signals, window, records)
+
+
+def bus_batches(f, group, compiled, messages=None, signals=None, window=None, records=None, bus=None):
+    """One bus's frames (a BusGroup of `buses`) decoded with one CompiledDbc: yields lists
+    of Decoded, of about `records` frames each, or the whole bus at once when `records` is
+    None. What needs the whole bus at once is decoded whole, as one batch, whatever
+    `records` (decode_batches). `bus` names the bus in each Decoded (default: its first
+    raw bus stream's name); `rows` index the whole bus's frames, as in decode_file."""
+    s = group.streams[0]
+    bus = s.name if bus is None else bus
+    whole = (records is None or len(group.streams) > 1 or group.exclusive_segments()
+             or any(e.j1939 for e in compiled.entries))
+    if whole:
+        b = group_frames(f, group, window)
+        yield decode_frames(compiled, b.t, b.id, b.flags, b.data, messages, signals, b.axis_exp, bus=bus,
+                            dlc=b.dlc, session=b.session)
+        return
+    ticks = _ticks(window, s)
+    width = s.schema.field_named("data").bit_width // 8
+    base = 0  # frames of the bus before this batch: Decoded.rows index the whole bus
+    for chunk in frame_chunks(s, ticks, records):
+        axis, session, cols = frames_columns(s, chunk, RAW_FIELDS, ticks)
+        part = decode_frames(compiled, axis, cols["id"], cols["flags"], pad(cols["data"], width), messages, signals,
+                             s.schema.axis_exp, bus=bus, dlc=cols["dlc"], session=session, transport=False)
+        for d in part:
+            d.rows = d.rows + base
+        base += len(axis)
+        if part:
+            yield part
 
 
 def _decode_messages(f, per_message, messages, signals, window, records):
@@ -530,7 +540,7 @@ def _decode_messages(f, per_message, messages, signals, window, records):
                            reassembled=sum(len(p[1]) for p in tp.get(s.uuid, ())))]
 
 
-def _damaged_mirror(f):
+def damaged_mirror(f):
     """Does a damaged or cut file hold its whole bus in `mirror` raw bus streams with a DBC
     attached? Then decoding them loses only what the damage hit, while per-message DATA
     (written as it fills, later than the raw frames) may be missing for whole time ranges."""

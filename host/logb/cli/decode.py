@@ -96,12 +96,10 @@ def compile_for(specs, bus):
     return merge_compiled(named)
 
 
-def _decode_with_dbcs(f, specs, messages, signals, window):
-    """Every bus's frames decoded with its --dbc files (else the attached DBC): (decoded,
-    {bus: CompiledDbc}, conflicts)."""
-    from ..can.bus import buses, group_frames
-    from ..can.decode import decode_frames, embedded_dbc
-    from ..can.dbc import compile_dbc
+def _dbc_buses(f, specs):
+    """The file's buses (BusGroups) to decode with --dbc; NotFoundError for a BUS= that is
+    not one of them, NothingToDecodeError when there is none."""
+    from ..can.bus import buses
     from ..errors import NothingToDecodeError
 
     groups = buses(f)
@@ -111,6 +109,16 @@ def _decode_with_dbcs(f, specs, messages, signals, window):
                             f"{', '.join(g.name for g in groups) or 'none'}")
     if not groups:
         raise NothingToDecodeError("no raw CAN bus stream to decode with --dbc")
+    return groups
+
+
+def _decode_with_dbcs(f, specs, messages, signals, window):
+    """Every bus's frames decoded with its --dbc files (else the attached DBC): (decoded,
+    {bus: CompiledDbc}, conflicts)."""
+    from ..can.decode import bus_batches, embedded_dbc
+    from ..can.dbc import compile_dbc
+
+    groups = _dbc_buses(f, specs)
     decoded, compiled, conflicts = [], {}, []
     for g in groups:
         c, clash = compile_for(specs, g.name)
@@ -122,9 +130,8 @@ def _decode_with_dbcs(f, specs, messages, signals, window):
             with dbc_errors("the DBC attached to the file"):
                 c = compile_dbc(attached, bus=g.name)
         compiled[g.name] = c
-        b = group_frames(f, g, window)
-        decoded += decode_frames(c, b.t, b.id, b.flags, b.data, messages, signals, b.axis_exp, bus=g.name,
-                                 dlc=b.dlc, session=b.session)
+        for part in bus_batches(f, g, c, messages, signals, window, bus=g.name):  # one part: the whole bus
+            decoded += part
     return decoded, compiled, conflicts
 
 
@@ -458,20 +465,15 @@ def _plan(f, specs):
     """The _Plan of `logb decode`; the same errors as decoding everything would raise first."""
     from ..can.bus import buses, is_message_stream
     from ..can.dbc import compile_dbc
-    from ..can.decode import _damaged_mirror, embedded_dbc
+    from ..can.decode import damaged_mirror, embedded_dbc
     from ..errors import NothingToDecodeError
 
-    groups = buses(f)
     if specs:
-        unknown = sorted(set(specs) - {None} - {g.name for g in groups})
-        if unknown:
-            raise NotFoundError(f"--dbc {unknown[0]}=…: no bus {unknown[0]!r}; the buses: "
-                                f"{', '.join(g.name for g in groups) or 'none'}")
-        if not groups:
-            raise NothingToDecodeError("no raw CAN bus stream to decode with --dbc")
+        groups = _dbc_buses(f, specs)
     else:
+        groups = buses(f)
         per_message = [s for s in f.streams.values() if is_message_stream(s)]
-        if per_message and not _damaged_mirror(f):
+        if per_message and not damaged_mirror(f):
             return _Plan(per_message, {}, [], {}, [])
         if not groups:
             raise NothingToDecodeError("no CAN streams (raw bus or per-message) in this file")
@@ -498,7 +500,7 @@ def _sources(f, plan, messages, signals, window, records):
     """[(batches, {stream name: rank})]: one iterator of lists of Decoded per per-message
     stream or bus, each in its own time order; a Decoded's rank is its place in the whole
     decode's list (decode_file, _decode_with_dbcs), which breaks ties in time."""
-    from ..can.decode import decode_batches
+    from ..can.decode import bus_batches, decode_batches
 
     out = []
     if plan.streams:
@@ -510,7 +512,7 @@ def _sources(f, plan, messages, signals, window, records):
     for k, g in enumerate(plan.groups):
         c = plan.compiled[g.name]
         ranks = {e.name: (k, i) for i, e in enumerate(c.entries)}
-        out.append((_bus_batches(f, g, plan.labels[g.name], c, messages, signals, window, records), ranks))
+        out.append((bus_batches(f, g, c, messages, signals, window, records, bus=plan.labels[g.name]), ranks))
     return out
 
 
@@ -518,28 +520,6 @@ def _only(batches, stream):
     """The Decoded of `stream` in each batch (a selection by name may take another stream too)."""
     for part in batches:
         part = [d for d in part if d.stream == stream]
-        if part:
-            yield part
-
-
-def _bus_batches(f, g, bus, compiled, messages, signals, window, records):
-    """decode_batches over one bus with its own DBC (decode_batches takes one DBC for every bus)."""
-    from ..can.bus import RAW_FIELDS, frame_chunks, frames_columns, group_frames, window_ticks
-    from ..can.decode import decode_frames
-    from ..can.rows import pad
-
-    s = g.streams[0]
-    if len(g.streams) > 1 or g.exclusive_segments() or any(e.j1939 for e in compiled.entries):
-        b = group_frames(f, g, window)
-        yield decode_frames(compiled, b.t, b.id, b.flags, b.data, messages, signals, b.axis_exp, bus=bus,
-                            dlc=b.dlc, session=b.session)
-        return
-    ticks = None if window is None else window_ticks(window, s.schema.axis_exp)
-    width = s.schema.field_named("data").bit_width // 8
-    for chunk in frame_chunks(s, ticks, records):
-        axis, session, cols = frames_columns(s, chunk, RAW_FIELDS, ticks)
-        part = decode_frames(compiled, axis, cols["id"], cols["flags"], pad(cols["data"], width), messages, signals,
-                             s.schema.axis_exp, bus=bus, dlc=cols["dlc"], session=session, transport=False)
         if part:
             yield part
 
