@@ -10,6 +10,7 @@ import pytest
 
 cantools = pytest.importorskip("cantools")
 
+from _can_fixtures import dbc, random_frames  # noqa: E402
 import logb  # noqa: E402
 from logb.can import layout  # noqa: E402
 from logb.can.config import read_config  # noqa: E402
@@ -18,40 +19,12 @@ from logb.can.decode import decode_batches, decode_file, decode_frames, embedded
 from logb.can.record import CanRecorder  # noqa: E402
 from logb.cli.main import main  # noqa: E402
 
-DBC = """VERSION ""
-
-NS_ :
-
-BS_:
-
-BU_: ECU
-
-BO_ 256 Engine: 8 ECU
- SG_ Speed : 7|16@0+ (0.25,0) [0|16383.75] "rpm" ECU
- SG_ Temp : 16|8@1- (0.5,-40) [-104|23.5] "degC" ECU
- SG_ Gear : 24|4@1+ (1,0) [0|15] "" ECU
-
-BO_ 2566844926 Body: 8 ECU
- SG_ Door : 0|1@1+ (1,0) [0|1] "" ECU
- SG_ Lamp : 15|12@0- (1,0) [0|0] "" ECU
-
-BO_ 512 Muxed: 8 ECU
- SG_ Sel M : 0|8@1+ (1,0) [0|0] "" ECU
- SG_ A m1 : 8|16@1+ (0.1,0) [0|0] "V" ECU
- SG_ B m2 : 8|16@1- (1,0) [0|0] "A" ECU
-
-CM_ SG_ 256 Speed "engine speed";
-VAL_ 256 Gear 0 "P" 1 "R" 2 "N" 3 "D" ;
-"""
+DBC = dbc('CM_ SG_ 256 Speed "engine speed";\n')
 
 
 def frames(n=3000, seed=5):
     rng = np.random.default_rng(seed)
-    ids = rng.choice([0x100, 0x200, 0x300, 0x18FEF1FE | (1 << 31)], n).astype(np.uint32)
-    data = rng.integers(0, 256, (n, 8), np.uint8)
-    data[ids == 0x200, 0] = rng.integers(0, 4, int((ids == 0x200).sum()))
-    flags = np.zeros(n, np.uint8)
-    flags[::97] |= layout.FLAG_REMOTE
+    ids, flags, data = random_frames(rng, n)
     flags[5::101] |= layout.FLAG_ERROR
     t = np.cumsum(rng.integers(100, 2000, n)).astype(np.int64) + 1_700_000_000_000_000
     return t, ids, flags, np.full(n, 8, np.uint8), data

@@ -8,46 +8,19 @@ import pytest
 
 pytest.importorskip("cantools")
 
+from _can_fixtures import dbc, random_frames  # noqa: E402
 import logb  # noqa: E402
-from logb.can import layout  # noqa: E402
 from logb.can.dbc import compile_dbc  # noqa: E402
 from logb.can.record import CanRecorder  # noqa: E402
 from logb.cli import decode as cli_decode  # noqa: E402
 from logb.cli.main import main  # noqa: E402
 
-DBC = """VERSION ""
-
-NS_ :
-
-BS_:
-
-BU_: ECU
-
-BO_ 256 Engine: 8 ECU
- SG_ Speed : 7|16@0+ (0.25,0) [0|16383.75] "rpm" ECU
- SG_ Temp : 16|8@1- (0.5,-40) [-104|23.5] "degC" ECU
- SG_ Gear : 24|4@1+ (1,0) [0|15] "" ECU
-
-BO_ 2566844926 Body: 8 ECU
- SG_ Door : 0|1@1+ (1,0) [0|1] "" ECU
- SG_ Lamp : 15|12@0- (1,0) [0|0] "" ECU
-
-BO_ 512 Muxed: 8 ECU
- SG_ Sel M : 0|8@1+ (1,0) [0|0] "" ECU
- SG_ A m1 : 8|16@1+ (0.1,0) [0|0] "V" ECU
- SG_ B m2 : 8|16@1- (1,0) [0|0] "A" ECU
-
-VAL_ 256 Gear 0 "P" 1 "R" 2 "N" 3 "D" ;
-"""
+DBC = dbc()
 
 
 def frames(n=4000, seed=3, start=1_700_000_000_000_000):
     rng = np.random.default_rng(seed)
-    ids = rng.choice([0x100, 0x200, 0x300, 0x18FEF1FE | (1 << 31)], n).astype(np.uint32)
-    data = rng.integers(0, 256, (n, 8), np.uint8)
-    data[ids == 0x200, 0] = rng.integers(0, 4, int((ids == 0x200).sum()))
-    flags = np.zeros(n, np.uint8)
-    flags[::97] |= layout.FLAG_REMOTE
+    ids, flags, data = random_frames(rng, n)
     dlc = np.full(n, 8, np.uint8)
     dlc[::13] = 3  # short frames: their signals past the data are missing
     t = np.cumsum(rng.integers(0, 3, n)).astype(np.int64) * 500 + start  # many equal times across messages

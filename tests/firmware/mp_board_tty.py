@@ -1,4 +1,5 @@
-# A tty as logb.link's port on the unix port (the board loop's serial(), tests/firmware/mp_board.py):
+# A tty as logb.link's port on the unix port (the board loop's serial(), tests/firmware/mp_board.py;
+# mp_rig.py; mp_link.py):
 # the unix port has no O_NONBLOCK, so raw mode with VMIN = VTIME = 0 makes a read return what is
 # there (0: nothing); a write goes out only when poll() says the tty has room (at most PIECE bytes:
 # a blocking tty write would wait for all of it). Nothing is allocated per call.

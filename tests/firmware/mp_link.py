@@ -14,11 +14,11 @@
 # message allocate, by design (firmware/logb/link.py).
 import json
 import os
-import select
 import sys
 import time
 
 import micropython
+import mp_board_tty
 
 import logb
 from logb import link
@@ -26,47 +26,27 @@ from logb import link
 TTY, DIR, CFG, MSGS = sys.argv[1:5]
 FRAMES = int(sys.argv[5])
 CHUNK = 2048
-PIECE = 512  # at most this much per write: a blocking tty write would wait for all of it
 J_NONE, J_READ = 0, 1  # link.py's job kinds (_J_NONE, _J_READ)
 
 
-class TtyPort:
-    """A tty as link.py's port on the unix port, which has no O_NONBLOCK:
-    raw mode with VMIN = VTIME = 0 makes a read return what is there (0:
-    nothing) instead of blocking; a write goes out only when poll() says the
-    tty has room. Nothing is allocated per call."""
+class TtyPort(mp_board_tty.TtyPort):
+    """mp_board_tty's tty port (on the script's folder, sys.path[0]) whose reads the loop can
+    hold, counting the bytes written; super() calls allocate nothing, as under heap_lock()."""
 
     def __init__(self, path):
-        import termios
-
-        self.f = open(path, "r+b")
-        fd = self.f.fileno()
-        termios.setraw(fd)
-        a = termios.tcgetattr(fd)
-        a[6][6] = 0  # VMIN (Linux's index; the module exports no names for them)
-        a[6][5] = 0  # VTIME
-        termios.tcsetattr(fd, termios.TCSANOW, a)
-        self.room = select.poll()
-        self.room.register(self.f, select.POLLOUT)
-        self.rbuf = bytearray(512)
+        super().__init__(path)
         self.hold = False
         self.sent = 0
 
     def readinto(self, buf, off, n):
         if self.hold:
             return 0
-        k = self.f.readinto(self.rbuf, n if n < 512 else 512) or 0
-        rb = self.rbuf
-        for i in range(k):  # requests are small: a copy, not a view of buf per call
-            buf[off + i] = rb[i]
-        return k
+        return super().readinto(buf, off, n)
 
     def write(self, buf, off, n):
-        for _ in self.room.ipoll(0):  # ipoll: a reused tuple, no list
-            k = self.f.write(buf, off, n if n < PIECE else PIECE) or 0
-            self.sent += k
-            return k
-        return 0
+        k = super().write(buf, off, n)
+        self.sent += k
+        return k
 
 
 with open(MSGS) as f:
