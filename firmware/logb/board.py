@@ -48,6 +48,45 @@ def mount(bdev, root="/sd", fs="fat"):
     return root
 
 
+def mcp2515_sd(pins, machine, sdcard):
+    """The Profile of a board with an MCP2515 and an SD card, each on its own SPI
+    bus: the boards differ only in their pins module (boards/*-mcp2515/pins.py).
+    machine and sdcard (micropython-lib) come from main.py: logb is type-checked
+    without them."""
+    from .mcp2515 import MCP2515
+
+    SPI = machine.SPI
+    Pin = machine.Pin
+
+    class Profile:
+        CONFIG = "/config.lbcf"
+        DEVICE = pins.DEVICE
+        WRITER = {"flush_ms": 1000}
+
+        @staticmethod
+        def can():
+            spi = SPI(pins.CAN_SPI, baudrate=10_000_000, sck=Pin(pins.CAN_SCK), mosi=Pin(pins.CAN_MOSI),
+                      miso=Pin(pins.CAN_MISO))
+            return [MCP2515(spi, Pin(pins.CAN_CS, Pin.OUT, value=1), Pin(pins.CAN_INT, Pin.IN, Pin.PULL_UP),
+                            bitrate=pins.BITRATE, osc_hz=pins.OSC_HZ)]
+
+        @staticmethod
+        def storage():
+            spi = SPI(pins.SD_SPI, baudrate=1_000_000, sck=Pin(pins.SD_SCK), mosi=Pin(pins.SD_MOSI),
+                      miso=Pin(pins.SD_MISO))
+            return mount(sdcard.SDCard(spi, Pin(pins.SD_CS, Pin.OUT, value=1)), "/sd")
+
+        @staticmethod
+        def led():
+            return Pin(pins.LED, Pin.OUT)
+
+        @staticmethod
+        def button():
+            return Pin(pins.BUTTON, Pin.IN, Pin.PULL_UP)
+
+    return Profile
+
+
 def next_name(root, prefix="rec-", suffix=".logb"):
     import os
 

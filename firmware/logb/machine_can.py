@@ -31,6 +31,17 @@ _OVERRUNS = const(7)  # get_counters() index of rx_overruns
 _LOST = const(2)  # pyb.CAN rxcallback reason: a message lost, the FIFO full
 
 
+def _pumped(src, w, n, lost):
+    """The end of a pump() that moved n frames: the losses since the last one (lost:
+    the running count, src.seen: the part already reported) go to w. Returns n."""
+    k = lost - src.seen
+    if k:
+        src.seen = lost
+        w.lost(controller=k)
+    src.frames += n
+    return n
+
+
 class MachineCAN:
     """machine.CAN(bus, bitrate, mode=...) as a board-loop CAN source."""
 
@@ -66,12 +77,7 @@ class MachineCAN:
             w.append_can(tk(), res[0], res[1], (1 if fl & _FLAG_EXT else 0) | (2 if fl & _FLAG_RTR else 0))  # type: ignore[index]
             n += 1
         can.get_counters(self.cnt)  # type: ignore[union-attr]
-        k = self.cnt[_OVERRUNS] - self.seen
-        if k:
-            self.seen += k
-            w.lost(controller=k)
-        self.frames += n
-        return n
+        return _pumped(self, w, n, self.cnt[_OVERRUNS])
 
     def stop(self):
         if self.can is not None:
@@ -123,12 +129,7 @@ class PybCAN:
             can.recv(fifo, lst)  # type: ignore[union-attr]
             w.append_can(tk(), lst[0], lst[4], (1 if lst[1] else 0) | (2 if lst[2] else 0))
             n += 1
-        k = self.overflows - self.seen
-        if k:
-            self.seen += k
-            w.lost(controller=k)
-        self.frames += n
-        return n
+        return _pumped(self, w, n, self.overflows)
 
     def stop(self):
         if self.can is not None:
