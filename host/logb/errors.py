@@ -96,6 +96,14 @@ class FormatMismatchError(UsageError):
     """--format names one trace format and the input's content is another."""
 
 
+class LakeError(LogbError):
+    """A Parquet data lake that is not one, or that a run cannot write (logb.lake)."""
+
+
+class LakeBusyError(LakeError):
+    """Another run holds the lake's write lock."""
+
+
 def did_you_mean(name, known):
     """' (did you mean 'A' or 'B'?)' for the names of `known` closest to a name that is not
     there (a typo, another case, a signal given without its message or with another one),

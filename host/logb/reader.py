@@ -9,6 +9,7 @@ and writer sessions are segments.py's, the INDEX and END checks seal.py's.
 """
 
 from bisect import bisect_left
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -414,6 +415,21 @@ class LogbFile(SourceReader):
         pairs = [(fl.offset, s, fl) for s in chosen for fl in s.frames]
         pairs.sort(key=lambda p: p[0])
         return [(s, fl) for _, s, fl in pairs]
+
+    @contextmanager
+    def only_frames(self, lo, hi):
+        """Within the block, the file reads as if its only DATA frames were those starting
+        in [lo, hi): what a reader decoding one byte range (a segment, the new tail of a
+        growing file) needs. Schemas, sessions and anchors stay those of the whole file."""
+        kept = {s: s._frames for s in self.streams.values()}
+        try:
+            for s, frames in kept.items():
+                s._frames = [fl for fl in frames if lo <= fl.offset < hi]
+            yield self
+        finally:
+            for s, frames in kept.items():
+                s._frames = frames
+                s._dropped = int(any(fl.dropped for fl in frames))  # rejected in the block: compacted next
 
     def validate(self):
         """Decode every frame once so record counts and rejections are final."""

@@ -30,6 +30,7 @@ from ..tables import AxisKind, AxisMode, ByteOrder, ConversionType, DataType
 
 EXIT_OK, EXIT_DAMAGED, EXIT_NOT_LOGB, EXIT_UNSUPPORTED, EXIT_USAGE = 0, 1, 2, 3, 64
 EXIT_NO_DEVICE = 69  # EX_UNAVAILABLE: no logger answers (pull, tail)
+EXIT_BUSY = 75  # EX_TEMPFAIL: another run holds the lake's lock (lake)
 EXIT_INTERRUPTED = 130  # 128 + SIGINT: Ctrl-C stopped a pull
 
 

@@ -5,16 +5,16 @@ import argparse
 import sys
 from importlib import metadata
 
-from ..errors import (LinkError, LogbError, NotFoundError, NothingToDecodeError, NotLogbError, TransferError,
-                      TransferInterrupted, UnsupportedVersionError, UsageError)
-from . import (cat, dbc, decode, dump, export, flash, import_, info, plot, pull, record, recover_fat, replay, stats,
-               tail, transport, verify)
-from .common import (EXIT_DAMAGED, EXIT_INTERRUPTED, EXIT_NO_DEVICE, EXIT_NOT_LOGB, EXIT_OK, EXIT_UNSUPPORTED,
-                     EXIT_USAGE)
+from ..errors import (LakeBusyError, LinkError, LogbError, NotFoundError, NothingToDecodeError, NotLogbError,
+                      TransferError, TransferInterrupted, UnsupportedVersionError, UsageError)
+from . import (cat, dbc, decode, dump, export, flash, import_, info, lake, plot, pull, record, recover_fat, replay,
+               stats, tail, transport, verify)
+from .common import (EXIT_BUSY, EXIT_DAMAGED, EXIT_INTERRUPTED, EXIT_NO_DEVICE, EXIT_NOT_LOGB, EXIT_OK,
+                     EXIT_UNSUPPORTED, EXIT_USAGE)
 
 COMMANDS = {"info": info, "verify": verify, "dump": dump, "cat": cat, "export": export, "dbc": dbc, "decode": decode,
             "import": import_, "stats": stats, "plot": plot, "pull": pull, "tail": tail, "record": record,
-            "replay": replay, "transport": transport, "flash": flash, "recover-fat": recover_fat}
+            "replay": replay, "transport": transport, "flash": flash, "recover-fat": recover_fat, "lake": lake}
 
 EPILOG = """\
 the common path, with a trace and a DBC (every reading command takes a candump
@@ -32,7 +32,7 @@ file, 3 unsupported Logb version, 4 intact but its writer states data its
 medium did not take (verify: logb.lost.sink), 64 usage error, 65 no mpy-cross
 for the board (flash), 69 no logger answers (pull, tail, flash) or the CAN bus
 cannot be opened or failed (record, replay), 73 the board's filesystem is full
-(flash), 130 interrupted (pull, replay).
+(flash), 75 another run is writing the lake (lake), 130 interrupted (pull, replay).
 Run `logb COMMAND --help` for each command's details."""
 
 # The exit status of each error that stops a command; the first match wins,
@@ -41,6 +41,7 @@ EXIT_STATUS = (
     (NotLogbError, EXIT_NOT_LOGB),
     (UnsupportedVersionError, EXIT_UNSUPPORTED),
     (LinkError, EXIT_NO_DEVICE),
+    (LakeBusyError, EXIT_BUSY),
     (TransferError, EXIT_DAMAGED),  # a pull or tail under way failed for good
     (TransferInterrupted, EXIT_INTERRUPTED),
     (NothingToDecodeError, EXIT_DAMAGED),  # the input falls short
@@ -50,7 +51,8 @@ EXIT_STATUS = (
 )
 
 # The optional dependencies, by import name, and the extra (host/pyproject.toml) that installs each.
-EXTRA_OF = {"cantools": "can", "can": "can", "asammdf": "can", "matplotlib": "can", "pyarrow": "parquet"}
+EXTRA_OF = {"cantools": "can", "can": "can", "asammdf": "can", "matplotlib": "can", "pyarrow": "parquet",
+            "dask": "lake", "distributed": "lake"}
 
 
 class _Parser(argparse.ArgumentParser):

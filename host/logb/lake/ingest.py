@@ -1,0 +1,256 @@
+"""`logb lake SRC… -o LAKE`: plan the work a run has to do, run it on Dask, commit it.
+
+Planning (this process): every file the SRCs name is matched against the manifest —
+unchanged (same path, size and mtime: not even read), grown (its old prefix still hashes
+alike: only its new tail is read, from where the last run stopped, the end of its last
+intact frame), the same as a source already in (moved or copied: skipped), replaced or
+new (ingested whole). Files that are neither Logb nor a CAN trace are listed and left.
+A source becomes units of at most RANGE_BYTES, split at segment starts.
+
+Running (Dask tasks, units.run_unit): each unit decodes its range and writes its parts.
+Committing (this process, as results arrive): a source's `source` event once all its
+units are in. Before anything runs, every planned source gets a `begin` event; the next
+run deletes the parts of a begin left without its source event and redoes that work.
+"""
+
+import fnmatch
+import os
+import time
+from dataclasses import dataclass, field
+
+from ..errors import UsageError
+from . import engine, parts, units
+from .manifest import Manifest, SourceState
+from .sources import expand, fingerprint, source_id
+
+RANGE_BYTES = 16 << 20  # one unit's bytes of a large source: bounded memory per task
+RECORDS = 1 << 15  # frames per decoded batch in a unit
+
+
+@dataclass
+class Summary:
+    sources: int = 0  # sources read this run (new, grown or replaced)
+    unchanged: int = 0
+    duplicates: list = field(default_factory=list)  # (path, the path of the source it equals)
+    not_recordings: list = field(default_factory=list)
+    problems: list = field(default_factory=list)  # (path, what)
+    frames: int = 0  # CAN frames and sensor records decoded
+    rows: int = 0  # rows written (a CAN frame counts in `frames` and, decoded, `signals`)
+    parts: int = 0
+    bytes: int = 0
+    seconds: float = 0.0
+    removed: int = 0  # parts of unfinished work the run deleted before redoing it
+    compacted: object = None  # compact.Summary, when compaction ran
+
+    def as_json(self):
+        out = dict(self.__dict__)
+        out["compacted"] = None if self.compacted is None else self.compacted.__dict__
+        return out
+
+
+@dataclass
+class DbcRule:
+    """--dbc [DEVICE/][BUS=]FILE: fnmatch patterns over the device and the bus name."""
+
+    device: str
+    bus: str
+    path: str
+
+    @classmethod
+    def parse(cls, text):
+        if os.path.isfile(text):
+            return cls("*", "*", text)
+        head, sep, path = text.rpartition("=")
+        device, bus = "*", "*"
+        if sep:
+            device, slash, bus = head.rpartition("/")
+            device = device if slash else "*"
+        else:
+            path = text
+        if not os.path.isfile(path):
+            raise UsageError(f"--dbc {text}: no such file {path!r}")
+        return cls(device or "*", bus or "*", path)
+
+    def matches(self, device, bus):
+        return fnmatch.fnmatchcase(device, self.device) and fnmatch.fnmatchcase(bus, self.bus)
+
+
+def ingest(sources, lake, dbc=None, workers=1, mode="threads", scheduler=None, target_size=128 << 20,
+           compact=True, progress=None, records=RECORDS, range_bytes=RANGE_BYTES):
+    """Ingest `sources` (paths, folders, globs) into the lake at `lake` (created if need
+    be). `dbc`: --dbc rule texts (DbcRule). `progress(done_units, total_units, summary)`
+    is called as units finish. Returns a Summary."""
+    if mode not in ("threads", "processes"):
+        raise UsageError(f"mode must be threads or processes, not {mode!r}")
+    rules = [r if isinstance(r, DbcRule) else DbcRule.parse(r) for r in (dbc or ())]
+    start = time.monotonic()
+    os.makedirs(lake, exist_ok=True)
+    summary = Summary()
+    with Manifest(lake, create=True).lock() as man:
+        summary.removed = recover(man)
+        plan = _plan(man, expand(sources), summary)
+        specs = []
+        for job in plan:
+            job.units = list(_units(job, range_bytes))
+            for lo, hi in job.units:
+                specs.append(units.UnitSpec(lake, job.id, job.cand.path, job.kind, job.cand.device, lo, hi,
+                                            [r.__dict__ for r in rules], records))
+        man.append_many([{"op": "begin", "id": job.id, "from": job.resume} for job in plan])
+        by_source = {job.id: job for job in plan}
+        done = [0]
+
+        def on_result(i, result):
+            job = by_source[specs[i].source_id]
+            job.results.append(result)
+            done[0] += 1
+            summary.frames += result.records
+            summary.rows += sum(result.rows.values())
+            summary.parts += len(result.written)
+            summary.bytes += sum(w[4] for w in result.written)
+            if len(job.results) == len(job.units):
+                _commit(man, job, summary)
+            if progress is not None:
+                progress(done[0], len(specs), summary)
+
+        engine.run(units.run_unit, specs, on_result, workers=workers, mode=mode, scheduler=scheduler)
+        if compact:
+            from .compact import compact_lake
+
+            summary.compacted = compact_lake(man, target_size)
+    summary.seconds = time.monotonic() - start
+    return summary
+
+
+def recover(man):
+    """Finish or undo what a killed run left: parts of unfinished ingests (deleted; their
+    sources are redone), an unfinished compaction (completed or rolled back)."""
+    from .compact import recover_compactions
+
+    removed = 0
+    if man.pending:
+        removed = parts.remove_from(man.lake, dict(man.pending))
+    recover_compactions(man)
+    return removed
+
+
+@dataclass
+class _Job:
+    cand: object
+    id: str
+    kind: str  # "logb" or a trace format's NAME
+    resume: int  # the first offset to read
+    previous: object  # the SourceState it continues, or None
+    fingerprint: str
+    units: list = field(default_factory=list)
+    results: list = field(default_factory=list)
+
+
+def _plan(man, candidates, summary):
+    from ..can import formats
+
+    jobs = []
+    for cand in candidates:
+        state = man.by_path(cand.path)
+        if state is not None and state.size == cand.size and state.mtime_ns == cand.mtime_ns:
+            summary.unchanged += 1
+            continue
+        try:
+            kind = formats.sniff(cand.path)
+        except (OSError, UsageError) as exc:
+            summary.problems.append((cand.path, str(exc)))
+            continue
+        if kind is None:
+            summary.not_recordings.append(cand.path)
+            continue
+        kind = "logb" if kind == "logb" else kind.NAME
+        fp = fingerprint(cand.path, cand.size)
+        if state is not None:
+            if cand.size == state.size and fp == state.fingerprint:
+                summary.unchanged += 1  # touched, not changed
+                continue
+            if cand.size > state.size and fingerprint(cand.path, state.size) == state.fingerprint:
+                if kind != "logb":
+                    summary.problems.append((cand.path, "a trace that grew after it was ingested: traces are "
+                                                        "ingested once, complete (convert it with logb import)"))
+                    continue
+                jobs.append(_Job(cand, state.id, kind, state.ingested_to, state, fp))
+                continue
+        same = man.by_identity(cand.size, fp)
+        if same is not None:
+            summary.duplicates.append((cand.path, same.path))
+            continue
+        sid = source_id(fp, cand.size)
+        if sid in man.sources:  # a source replaced by a file that hashes as an older one did
+            sid = source_id(fp + cand.path, cand.size)
+        jobs.append(_Job(cand, sid, kind, 0, None, fp))
+    return jobs
+
+
+def _units(job, range_bytes):
+    """[lo, hi) byte ranges of the job: the whole new tail, or segment-aligned ranges of
+    about range_bytes for a large Logb file."""
+    size = job.cand.size
+    if job.kind != "logb" or size - job.resume <= range_bytes:
+        yield job.resume, size
+        return
+    from ..reader import LogbFile
+
+    with LogbFile(job.cand.path) as f:  # the scan alone: where its segments start
+        starts = [s.offset for s in f.segments if s.offset > job.resume]
+    lo = job.resume
+    for s in starts:
+        if s - lo >= range_bytes:
+            yield lo, s
+            lo = s
+    yield lo, size
+
+
+def _commit(man, job, summary):
+    results = sorted(job.results, key=lambda r: r.lo)
+    errors = [r.error for r in results if r.error]
+    prev = job.previous
+    state = SourceState(
+        id=job.id, path=job.cand.path, size=job.cand.size, mtime_ns=job.cand.mtime_ns,
+        fingerprint=job.fingerprint, ingested_to=job.cand.size, device=job.cand.device, kind=job.kind,
+        sessions=list(prev.sessions) if prev else [], rows=dict(prev.rows) if prev else {},
+        frames=prev.frames if prev else 0, parts=prev.parts if prev else 0,
+        ingests=(prev.ingests if prev else 0) + 1)
+    if errors:
+        # a source that cannot be read contributes nothing (its parts go), and says why;
+        # it is read again once it changes
+        parts.remove_from(man.lake, {job.id: job.resume})
+        state.report = {"error": errors[0]}
+        state.ingested_to = job.resume
+        summary.problems.append((job.cand.path, errors[0]))
+        man.commit(state)
+        return
+    last = results[-1]
+    state.ingested_to = last.ingested_to
+    for r in results:
+        for k, v in r.rows.items():
+            state.rows[k] = state.rows.get(k, 0) + v
+        state.frames += r.records
+        state.parts += len(r.written)
+        state.sessions += [s for s in r.sessions if s not in state.sessions]
+    state.report = _merged_report(results)
+    if state.report.get("damaged"):
+        summary.problems.append((job.cand.path, state.report["text"]))
+    summary.sources += 1
+    man.commit(state)
+
+
+def _merged_report(results):
+    skipped = [s for r in results for s in r.report.get("skipped", ())]
+    skipped = sorted({tuple(s) for s in skipped})
+    truncated = results[-1].report.get("truncated", False)
+    out = {"skipped": [list(s) for s in skipped], "truncated": truncated,
+           "rejected": sum(r.report.get("rejected", 0) for r in results),
+           "damaged": bool(skipped) or truncated}
+    if out["damaged"]:
+        what = []
+        if skipped:
+            what.append(f"{len(skipped)} skipped range(s), {sum(b - a for a, b, _c in skipped)} bytes")
+        if truncated:
+            what.append(f"cut at offset {results[-1].ingested_to} (read up to its last intact frame)")
+        out["text"] = "; ".join(what)
+    return out

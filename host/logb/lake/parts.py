@@ -1,0 +1,120 @@
+"""Parts: the Parquet files of a lake, written so that a reader never sees half of one.
+
+A part is written under a hidden temporary name (`.name.parquet.tmp`: pyarrow.dataset
+skips names starting with "." and DuckDB's `*.parquet` glob does not match it) and
+renamed into place when complete. Its name says where its rows came from,
+`<source id>-<first offset, 12 hex digits>[-k].parquet`, so a unit redone after a kill
+writes the very names it wrote before (or parts.remove_from deletes what it left).
+"""
+
+import os
+import re
+from urllib.parse import quote
+
+DATASETS = ("signals", "frames", "streams")
+_PART = re.compile(r"^([0-9a-f]{16})-([0-9a-f]{12})(?:-\d+)?\.parquet$")
+
+
+def partition_dir(lake, dataset, values):
+    """LAKE/dataset/device=…/message=…/date=… (values quoted as hive does: '/' is %2F)."""
+    return os.path.join(lake, dataset, *(f"{k}={quote(str(v), safe=' ')}" for k, v in values.items()))
+
+
+def part_name(source_id, offset, k=0):
+    return f"{source_id}-{offset:012x}" + (f"-{k}" if k else "") + ".parquet"
+
+
+def parse_part(name):
+    """(source id, offset) of a part's name, or None for other files (a compacted part)."""
+    m = _PART.match(name)
+    return None if m is None else (m.group(1), int(m.group(2), 16))
+
+
+def fsync_dir(path):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class UnitWriter:
+    """The parts of one unit of work: one open ParquetWriter per partition (and Arrow
+    schema), so memory holds a row group being built, not the unit's rows."""
+
+    def __init__(self, lake, source_id, offset, compression="zstd"):
+        self.lake = lake
+        self.source_id = source_id
+        self.offset = offset
+        self.compression = compression
+        self._open = {}  # (partition dir, schema) -> (ParquetWriter, tmp, final)
+        self._count = {}  # partition dir -> parts opened there
+        self.written = []  # (dataset, partition dir relative to the lake, name, rows, bytes)
+        self._rows = {}
+
+    def __call__(self, dataset, values, table):
+        import pyarrow.parquet as pq
+
+        pdir = partition_dir(self.lake, dataset, values)
+        key = (pdir, table.schema)
+        entry = self._open.get(key)
+        if entry is None:
+            os.makedirs(pdir, exist_ok=True)
+            k = self._count.get(pdir, 0)
+            self._count[pdir] = k + 1
+            final = os.path.join(pdir, part_name(self.source_id, self.offset, k))
+            tmp = os.path.join(pdir, "." + os.path.basename(final) + ".tmp")
+            entry = (pq.ParquetWriter(tmp, table.schema, compression=self.compression), tmp, final, dataset)
+            self._open[key] = entry
+        entry[0].write_table(table)
+        self._rows[key] = self._rows.get(key, 0) + table.num_rows
+
+    def close(self):
+        """Close every part and rename it into place (each durable before it is visible)."""
+        dirs = set()
+        for key, (writer, tmp, final, dataset) in self._open.items():
+            writer.close()
+            with open(tmp, "rb+") as fh:
+                os.fsync(fh.fileno())
+            os.replace(tmp, final)
+            dirs.add(os.path.dirname(final))
+            self.written.append((dataset, os.path.relpath(os.path.dirname(final), self.lake),
+                                 os.path.basename(final), self._rows[key], os.path.getsize(final)))
+        for d in dirs:
+            fsync_dir(d)
+        self._open.clear()
+
+    def abort(self):
+        for writer, tmp, _final, _dataset in self._open.values():
+            try:
+                writer.close()
+            finally:
+                if os.path.exists(tmp):
+                    os.unlink(tmp)
+        self._open.clear()
+
+
+def walk_parts(lake):
+    """(dataset, partition dir, file name) of every file in the lake's datasets."""
+    for dataset in DATASETS:
+        top = os.path.join(lake, dataset)
+        for dirpath, dirnames, filenames in os.walk(top):
+            dirnames.sort()
+            for name in sorted(filenames):
+                yield dataset, dirpath, name
+
+
+def remove_from(lake, unfinished):
+    """Delete the parts (and temporaries) of unfinished work: `unfinished` maps a source id
+    to the offset its interrupted ingest began at. Returns how many files went."""
+    gone = 0
+    for _dataset, dirpath, name in walk_parts(lake):
+        bare = name[1:-4] if name.startswith(".") and name.endswith(".tmp") else name
+        parsed = parse_part(bare)
+        if parsed is None:
+            continue
+        sid, offset = parsed
+        if sid in unfinished and offset >= unfinished[sid]:
+            os.unlink(os.path.join(dirpath, name))
+            gone += 1
+    return gone

@@ -1,0 +1,107 @@
+"""A unit of lake work, as a Dask task runs it: open the source, decode its byte range,
+write its parts. Specs and results are plain data, so they cross process boundaries."""
+
+import io
+from dataclasses import dataclass, field
+
+from ..errors import LogbError, NotLogbError
+from .parts import UnitWriter
+from .tables import decode_range
+
+
+@dataclass
+class UnitSpec:
+    lake: str
+    source_id: str
+    path: str
+    kind: str  # "logb" or a trace format's NAME
+    device: str
+    lo: int
+    hi: int
+    dbc: list  # DbcRule fields as dicts
+    records: int
+
+
+@dataclass
+class UnitResult:
+    lo: int
+    ingested_to: int = 0  # where the next ingest of a growing source starts
+    records: int = 0
+    rows: dict = field(default_factory=dict)
+    written: list = field(default_factory=list)  # (dataset, partition dir, name, rows, bytes)
+    sessions: list = field(default_factory=list)
+    report: dict = field(default_factory=dict)
+    error: str = ""
+
+
+def run_unit(spec):
+    out = UnitResult(spec.lo)
+    try:
+        f = _open(spec)
+    except (LogbError, OSError) as exc:
+        out.error = f"{type(exc).__name__}: {exc}"
+        return out
+    try:
+        writer = UnitWriter(spec.lake, spec.source_id, spec.lo)
+        try:
+            sink = decode_range(f, spec.lo, spec.hi, spec.path, spec.device, _DbcChooser(spec.dbc), writer,
+                                spec.records)
+            writer.close()
+        except BaseException:
+            writer.abort()
+            raise
+    except (LogbError, OSError, ValueError) as exc:
+        out.error = f"{type(exc).__name__}: {exc}"
+        return out
+    finally:
+        f.close()
+    rep = f.report
+    intact = rep.truncated_at if rep.truncated and rep.truncated_at is not None else rep.size
+    out.ingested_to = spec.hi if spec.kind != "logb" else min(spec.hi, intact)
+    out.records = sink.records
+    out.rows = {k: v for k, v in sink.rows.items() if v}
+    out.written = writer.written
+    out.sessions = [s.id for s in f.sessions if s.id]
+    out.report = {"skipped": [[s.start, s.end, s.cause] for s in rep.skipped if s.start < spec.hi and s.end > spec.lo],
+                  "truncated": bool(rep.truncated and (rep.truncated_at is None or rep.truncated_at < spec.hi)),
+                  "rejected": sum(st.rejected for st in f.streams.values())}
+    return out
+
+
+def _open(spec):
+    from ..reader import LogbFile
+
+    if spec.kind == "logb":
+        try:
+            return LogbFile(spec.path)
+        except NotLogbError:
+            return LogbFile(spec.path, recover=True)  # its header was hit: read from its first SYNC
+    from ..can import formats
+
+    fmt = formats.REGISTRY[spec.kind]
+    trace = formats.read_as(spec.path, fmt)
+    buf = io.BytesIO()
+    formats.write_logb(trace, buf, source=spec.path)
+    return LogbFile(buf.getvalue())
+
+
+class _DbcChooser:
+    """dbc_for(device, bus): the first --dbc rule matching, compiled once per (file, bus)."""
+
+    def __init__(self, rules):
+        self.rules = rules
+        self._cache = {}
+
+    def __call__(self, device, bus):
+        import fnmatch
+
+        rule = next((r for r in self.rules if fnmatch.fnmatchcase(device, r["device"])
+                     and fnmatch.fnmatchcase(bus, r["bus"])), None)
+        if rule is None:
+            return None
+        key = (rule["path"], bus)
+        if key not in self._cache:
+            from ..can.dbc import compile_dbc
+
+            self._cache[key] = compile_dbc(rule["path"], bus=bus)
+        return self._cache[key]
