@@ -155,7 +155,7 @@ def _info(lake, args, out):
 
 def _compact(lake, args, out):
     from ..lake.compact import compact_lake
-    from ..lake.ingest import recover
+    from ..lake.pipeline import recover
     from ..lake.manifest import Manifest
 
     with Manifest(lake).lock() as man:

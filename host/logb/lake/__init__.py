@@ -5,10 +5,11 @@
 
 Layers: sources (what a SRC names, and each file's identity) → manifest (the lake's
 append-only journal) → tables (a byte range decoded into Arrow batches per partition) →
-parts (Parquet files that appear whole) → units/engine (Dask tasks) → ingest (plan, run,
+parts (Parquet files that appear whole) → units/engine (Dask tasks) → pipeline (plan, run,
 commit) → compact (merging small parts, atomically) → info (what the lake holds).
 """
 
-from .ingest import DbcRule, Summary, ingest
+from .info import dataset, lake_info
+from .pipeline import DbcRule, Summary, ingest
 
-__all__ = ["DbcRule", "Summary", "ingest"]
+__all__ = ["DbcRule", "Summary", "dataset", "ingest", "lake_info"]

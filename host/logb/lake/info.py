@@ -82,3 +82,25 @@ def _span(md):
         lo = st.min if lo is None else min(lo, st.min)
         hi = st.max if hi is None else max(hi, st.max)
     return lo, hi
+
+
+def dataset(lake, name="signals"):
+    """A pyarrow Dataset of one of the lake's datasets, its schema unified over every part
+    (pyarrow.dataset alone takes the first file's: a message's signals would be missing
+    from the others' partitions)."""
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+    import pyarrow.parquet as pq
+
+    top = os.path.join(lake, name)
+    files = [os.path.join(d, n) for _ds, d, n in walk_parts(lake) if _ds == name
+             and n.endswith(".parquet") and not n.startswith((".", "_"))]
+    if not files:
+        raise FileNotFoundError(f"{top}: no parts")
+    part = ds.partitioning(flavor="hive")
+    schema = pa.unify_schemas([pq.read_schema(f) for f in files], promote_options="permissive")
+    found = ds.dataset(files, format="parquet", partitioning=part, partition_base_dir=top)
+    for fld in found.schema:
+        if fld.name not in schema.names:
+            schema = schema.append(fld)  # the partition keys
+    return ds.dataset(files, schema=schema, format="parquet", partitioning=part, partition_base_dir=top)

@@ -205,10 +205,12 @@ def _signals(f, ctx, dbc_for, sink, records):
                 compiled = compile_dbc(text, bus=g.streams[0].name)
             parts.append((compiled, bus_batches(f, g, compiled, records=records)))
     else:
-        try:
-            parts = [(None, decode_batches(f, records=records))]
-        except NothingToDecodeError:
-            return
+        # one source of signals per file, whatever its state: a growing file's ingests must
+        # split one set of DATA frames by offset (decode_batches would switch a cut `mirror`
+        # file to its raw bus streams, and back once it is whole)
+        raw = bool(groups) and not any(g.exclusive_segments() for g in groups) and all(
+            embedded_dbc(f, g.streams[0]) is not None for g in groups)
+        parts = [(None, decode_batches(f, records=records, source="raw" if raw else "auto"))]
     try:
         for compiled, batches in parts:
             for batch in batches:

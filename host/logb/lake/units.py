@@ -81,7 +81,8 @@ def _open(spec):
     fmt = formats.REGISTRY[spec.kind]
     trace = formats.read_as(spec.path, fmt)
     buf = io.BytesIO()
-    formats.write_logb(trace, buf, source=spec.path)
+    # the session named after the source: the same rows whichever run converts it
+    formats.write_logb(trace, buf, source=spec.path, session=spec.source_id.ljust(32, "0"))
     return LogbFile(buf.getvalue())
 
 

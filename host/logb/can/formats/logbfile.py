@@ -16,14 +16,15 @@ FLUSH_S = 1.0  # per-message records wait at most this long (of trace time) for 
 
 
 def write_logb(trace, out, dbc=None, device="logb", source=None, batch=4096, codec=None,
-               segment_bytes=SEGMENT_BYTES, flush_s=FLUSH_S):
+               segment_bytes=SEGMENT_BYTES, flush_s=FLUSH_S, session=None):
     """Write a Trace as a Logb file with CanRecorder: one raw bus stream per bus, plus the
     per-message streams and the DBC attachment when `dbc` (a path, DBC text or bytes) is
     given. Written like a logger: DATA frames of all buses and of the per-message streams
     interleaved in time (a per-message stream's records go out once the oldest is `flush_s`
     seconds of trace time old), segments of at most `segment_bytes` (+ one frame) or 60 s of
     trace time, each binding only the streams with data in it (Writer bind_used); a bus's
-    refused frames (Bus.invalid) as its raw bus stream's logb.lost.invalid. Returns
+    refused frames (Bus.invalid) as its raw bus stream's logb.lost.invalid. `session`: the
+    writer session's logb.session (32 hex digits; default random). Returns
     the DBC's problems (a list of (name, reason)), empty without a DBC."""
     import logb
     from logb import tables
@@ -48,7 +49,7 @@ def write_logb(trace, out, dbc=None, device="logb", source=None, batch=4096, cod
     problems = []
     sink = str(out) if isinstance(out, (str, os.PathLike)) else out
     now = [(bounds[0] if bounds else 0) * 10.0 ** trace.axis_exp]  # trace time (s), not the conversion's
-    with logb.Writer(sink, time_base="unix" if trace.dated else "relative", meta=meta,
+    with logb.Writer(sink, time_base="unix" if trace.dated else "relative", meta=meta, session=session,
                      clock_source=f"imported from {trace.source_format}", wall_clock=lambda: wall,
                      monotonic=lambda: now[0], segment_bytes=segment_bytes, bind_used=True) as w:
         jobs, recorders = [], []
