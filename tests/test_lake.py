@@ -495,3 +495,17 @@ def test_the_command_refuses_what_it_cannot_do(tmp_path, capsys):
     assert main(["lake", str(tmp_path)]) == 64
     assert main(["lake", "info", str(tmp_path)]) == 1
     assert "not a Logb lake" in capsys.readouterr().err
+
+
+def test_the_readme_query_runs_on_a_lake(fleet, tmp_path, monkeypatch):
+    duckdb = pytest.importorskip("duckdb")
+    readme = open(os.path.join(os.path.dirname(HERE), "README.md")).read()
+    sql = re.search(r"```sql\n(SELECT.*?)```", readme, re.S).group(1)
+    lake = tmp_path / "lake"
+    ingest([str(fleet.root)], str(lake))
+    monkeypatch.chdir(tmp_path)  # the query names lake/ relative, as a user runs it
+    rows = duckdb.connect().execute(sql).fetchall()
+    sig = lake_tables(str(lake))["signals"]
+    pack = sig.filter(pa.compute.and_(pa.compute.equal(sig["message"], "Pack"), sig["dated"]))
+    assert rows and sum(r[2] for r in rows) == pack.num_rows
+    assert {r[0] for r in rows} == set(pack["device"].to_pylist())
