@@ -412,7 +412,7 @@ KILL_POINTS = [
     ("manifest.Manifest.append_many", "after", 1),  # begins written, nothing ingested
     ("parts.UnitWriter.close", "before", 3),  # parts half written (temporaries)
     ("parts.UnitWriter.close", "after", 5),  # parts in place, their source not committed
-    ("manifest.Manifest.append", "after", 7),  # some sources committed
+    ("manifest.Manifest.append_many", "after", 2),  # a first batch of sources committed
     ("compact._merge", "after", 2),  # a compaction's merged file staged, not swapped
     ("compact._swap", "after", 1),  # swapped, not journalled as done
     ("compact._finish", "before", 3),

@@ -20,7 +20,7 @@ import os
 import shutil
 from dataclasses import dataclass
 
-from .parts import DATASETS, fsync_dir
+from .parts import DATASETS, dictionary_columns, fsync_dir
 
 _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
@@ -105,7 +105,7 @@ def _merge(paths, out):
 
     files = [pq.ParquetFile(p) for p in paths]
     schema = pa.unify_schemas([f.schema_arrow for f in files], promote_options="permissive")
-    with pq.ParquetWriter(out, schema, compression="zstd") as w:
+    with pq.ParquetWriter(out, schema, compression="zstd", use_dictionary=dictionary_columns(schema)) as w:
         for f in files:
             for batch in f.iter_batches(batch_size=1 << 16):
                 w.write_table(_aligned(pa, pa.Table.from_batches([batch]), schema))

@@ -98,6 +98,7 @@ def ingest(sources, lake, dbc=None, workers=1, mode="threads", scheduler=None, t
         man.append_many([{"op": "begin", "id": job.id, "from": job.resume} for job in plan])
         by_source = {job.id: job for job in plan}
         done = [0]
+        commits = _Commits(man)
 
         def on_result(i, result):
             job = by_source[specs[i].source_id]
@@ -108,11 +109,12 @@ def ingest(sources, lake, dbc=None, workers=1, mode="threads", scheduler=None, t
             summary.parts += len(result.written)
             summary.bytes += sum(w[4] for w in result.written)
             if len(job.results) == len(job.units):
-                _commit(man, job, summary)
+                commits.add(_state(man, job, summary))
             if progress is not None:
                 progress(done[0], len(specs), summary)
 
         engine.run(units.run_unit, specs, on_result, workers=workers, mode=mode, scheduler=scheduler)
+        commits.flush()
         if compact:
             from .compact import compact_lake
 
@@ -205,7 +207,34 @@ def _units(job, range_bytes):
     yield lo, size
 
 
-def _commit(man, job, summary):
+class _Commits:
+    """Source events, written in batches: the parts they name are made durable with one
+    filesystem sync per batch, then the batch is appended with one fsync. A run killed
+    between two batches redoes the sources of the last one (their begins stand)."""
+
+    BATCH = 64
+    SECONDS = 1.0
+
+    def __init__(self, man):
+        self.man = man
+        self.pending = []
+        self.last = time.monotonic()
+
+    def add(self, state):
+        self.pending.append(state)
+        if len(self.pending) >= self.BATCH or time.monotonic() - self.last >= self.SECONDS:
+            self.flush()
+
+    def flush(self):
+        if self.pending:
+            parts.sync_filesystem(self.man.lake)
+            self.man.append_many([s.as_event() for s in self.pending])
+            self.pending = []
+        self.last = time.monotonic()
+
+
+def _state(man, job, summary):
+    """The source event of a job whose units are all in."""
     results = sorted(job.results, key=lambda r: r.lo)
     errors = [r.error for r in results if r.error]
     prev = job.previous
@@ -222,10 +251,8 @@ def _commit(man, job, summary):
         state.report = {"error": errors[0]}
         state.ingested_to = job.resume
         summary.problems.append((job.cand.path, errors[0]))
-        man.commit(state)
-        return
-    last = results[-1]
-    state.ingested_to = last.ingested_to
+        return state
+    state.ingested_to = results[-1].ingested_to
     for r in results:
         for k, v in r.rows.items():
             state.rows[k] = state.rows.get(k, 0) + v
@@ -236,7 +263,7 @@ def _commit(man, job, summary):
     if state.report.get("damaged"):
         summary.problems.append((job.cand.path, state.report["text"]))
     summary.sources += 1
-    man.commit(state)
+    return state
 
 
 def _merged_report(results):

@@ -24,7 +24,7 @@ import numpy as np
 from .. import convert
 from ..can.bus import RAW_FIELDS, buses, frame_chunks, frames_columns, group_frames, is_message_stream, \
     is_raw_bus_stream
-from ..can.dbc import compile_dbc, signals_of
+from ..can.dbc import signals_of
 from ..can.decode import bus_batches, decode_batches, embedded_dbc
 from ..can.formats import wall_ns_of
 from ..can.layout import FLAG_NAMES
@@ -77,15 +77,18 @@ class Context:
             "timestamp": pa.array(ts, pa.timestamp("ns", tz="UTC")),
             "dated": pa.array(np.full(n, dated)),
             "device_time_ns": pa.array(device, pa.int64()),
-            "session": pa.array([self.session] * n, pa.dictionary(pa.int32(), pa.string())) if n else
-            pa.array([], pa.dictionary(pa.int32(), pa.string())),
+            "session": constant(pa, self.session, n),
             "segment": pa.array(np.full(n, self.segment, np.int64)),
             "run": pa.nulls(n, pa.int64()) if self.run is None else pa.array(np.full(n, self.run, np.int64)),
-            "source": pa.array([self.source] * n, pa.dictionary(pa.int32(), pa.string())) if n else
-            pa.array([], pa.dictionary(pa.int32(), pa.string())),
+            "source": constant(pa, self.source, n),
         }
         days = ts // _NS_PER_DAY if dated else None
         return cols, days
+
+
+def constant(pa, text, n):
+    """A dictionary column of one string, n times (one dictionary entry, int32 zeros)."""
+    return pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array([text], pa.string()))
 
 
 def _dates(days):
@@ -163,10 +166,11 @@ class Sink:
 _NAME_KEY = {"signals": "message", "frames": "bus", "streams": "stream"}
 
 
-def decode_range(f, lo, hi, source, device, dbc_for, emit, records=1 << 16):
+def decode_range(f, lo, hi, source, device, dbcs, emit, records=1 << 16):
     """Decode the DATA frames of `f` starting in [lo, hi), segment by segment, into `emit`.
-    `dbc_for(device, bus)`: a CompiledDbc the caller chose for that bus, or None (the
-    file's per-message streams, else its attached DBC). Returns the Sink (row counts)."""
+    `dbcs` (units.Dbcs): `rule(device, bus)`, the CompiledDbc the caller chose for a bus or
+    None (the file's attached DBC, else its per-message streams), and `compiled(text, bus)`,
+    an attached DBC compiled once. Returns the Sink (row counts)."""
     sink = Sink(emit)
     starts = [s.offset for s in f.segments]
     for i, start in enumerate(starts):
@@ -179,7 +183,7 @@ def decode_range(f, lo, hi, source, device, dbc_for, emit, records=1 << 16):
                 continue
             ctx = Context(f, source, device, i)
             ctx.run = _single_run(f)
-            _signals(f, ctx, dbc_for, sink, records)
+            _signals(f, ctx, dbcs, sink, records)
             _frames(f, ctx, sink, records)
             _streams(f, ctx, sink, records)
     return sink
@@ -191,26 +195,25 @@ def _single_run(f):
 
 
 # ------------------------------------------------------------------ CAN signals
-def _signals(f, ctx, dbc_for, sink, records):
+def _signals(f, ctx, dbcs, sink, records):
     groups = buses(f)
-    chosen = {g.name: dbc_for(ctx.device, g.name) for g in groups}
-    if any(c is not None for c in chosen.values()):
+    chosen = {g.name: dbcs.rule(ctx.device, g.name) for g in groups}
+    attached = {g.name: embedded_dbc(f, g.streams[0]) for g in groups}
+    # One source of signals per file, whatever its state: a growing file's ingests must split
+    # one set of DATA frames by offset. A file whose buses are all `mirror` with a DBC attached
+    # is decoded from its raw bus streams (decode_batches would switch a cut one to them, and
+    # back to its per-message streams once it is whole); --dbc rules decode their buses.
+    raw = bool(groups) and not any(g.exclusive_segments() for g in groups) and all(attached.values())
+    if raw or any(c is not None for c in chosen.values()):
         parts = []
         for g in groups:
             compiled = chosen[g.name]
-            if compiled is None:
-                text = embedded_dbc(f, g.streams[0])
-                if text is None:
-                    continue  # a bus with no DBC of its own: its frames are in `frames` only
-                compiled = compile_dbc(text, bus=g.streams[0].name)
-            parts.append((compiled, bus_batches(f, g, compiled, records=records)))
+            if compiled is None and attached[g.name] is not None:
+                compiled = dbcs.compiled(attached[g.name], g.streams[0].name)
+            if compiled is not None:  # else its frames are in `frames` only
+                parts.append((compiled, bus_batches(f, g, compiled, records=records)))
     else:
-        # one source of signals per file, whatever its state: a growing file's ingests must
-        # split one set of DATA frames by offset (decode_batches would switch a cut `mirror`
-        # file to its raw bus streams, and back once it is whole)
-        raw = bool(groups) and not any(g.exclusive_segments() for g in groups) and all(
-            embedded_dbc(f, g.streams[0]) is not None for g in groups)
-        parts = [(None, decode_batches(f, records=records, source="raw" if raw else "auto"))]
+        parts = [(None, decode_batches(f, records=records))]
     try:
         for compiled, batches in parts:
             for batch in batches:
@@ -240,9 +243,9 @@ def _put_decoded(f, ctx, compiled, d, sink):
     pa = _pa()
     head, days = ctx.columns(d.axis, d.axis_exp)
     n = len(d)
-    head["bus"] = pa.array([d.bus] * n, pa.dictionary(pa.int32(), pa.string()))
+    head["bus"] = constant(pa, d.bus, n)
     if d.mux:
-        head["mux"] = pa.array([d.mux] * n, pa.dictionary(pa.int32(), pa.string()))
+        head["mux"] = constant(pa, d.mux, n)
     meta = _signal_meta(f, compiled, d)
     fields, arrays = [], []
     for name, col in d.phys.items():

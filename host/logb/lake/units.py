@@ -44,7 +44,7 @@ def run_unit(spec):
     try:
         writer = UnitWriter(spec.lake, spec.source_id, spec.lo)
         try:
-            sink = decode_range(f, spec.lo, spec.hi, spec.path, spec.device, _DbcChooser(spec.dbc), writer,
+            sink = decode_range(f, spec.lo, spec.hi, spec.path, spec.device, Dbcs(spec.dbc), writer,
                                 spec.records)
             writer.close()
         except BaseException:
@@ -86,23 +86,28 @@ def _open(spec):
     return LogbFile(buf.getvalue())
 
 
-class _DbcChooser:
-    """dbc_for(device, bus): the first --dbc rule matching, compiled once per (file, bus)."""
+class Dbcs:
+    """The DBCs of one unit, each compiled once: --dbc rules (the first matching a device
+    and bus), and the DBCs attached to the file."""
 
     def __init__(self, rules):
         self.rules = rules
         self._cache = {}
 
-    def __call__(self, device, bus):
+    def rule(self, device, bus):
         import fnmatch
 
         rule = next((r for r in self.rules if fnmatch.fnmatchcase(device, r["device"])
                      and fnmatch.fnmatchcase(bus, r["bus"])), None)
-        if rule is None:
-            return None
-        key = (rule["path"], bus)
+        return None if rule is None else self._compile(rule["path"], bus)
+
+    def compiled(self, text, bus):
+        return self._compile(text, bus)
+
+    def _compile(self, source, bus):
+        key = (source, bus)
         if key not in self._cache:
             from ..can.dbc import compile_dbc
 
-            self._cache[key] = compile_dbc(rule["path"], bus=bus)
+            self._cache[key] = compile_dbc(source, bus=bus)
         return self._cache[key]
