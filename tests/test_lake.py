@@ -509,3 +509,28 @@ def test_the_readme_query_runs_on_a_lake(fleet, tmp_path, monkeypatch):
     pack = sig.filter(pa.compute.and_(pa.compute.equal(sig["message"], "Pack"), sig["dated"]))
     assert rows and sum(r[2] for r in rows) == pack.num_rows
     assert {r[0] for r in rows} == set(pack["device"].to_pylist())
+
+
+def test_an_unreadable_source_says_why_and_is_read_again_once_it_changes(tmp_path):
+    bad = tmp_path / "dev" / "broken.log"
+    bad.parent.mkdir()
+    bad.write_text("(1700000000.000000) can0 123#00\n(1700000000.100000) can0 12X#zz\n" * 3)
+    lake = str(tmp_path / "lake")
+    s = ingest([str(tmp_path / "dev")], lake)
+    assert s.sources == 0 and [p for p, _w in s.problems] == [str(bad)]
+    st = Manifest(lake).by_path(str(bad))
+    assert st.report["error"] and st.rows == {} and not parts_of(lake)
+    assert ingest([str(tmp_path / "dev")], lake).unchanged == 1  # not retried while unchanged
+    bad.write_text("(1700000000.000000) can0 123#00\n")
+    os.utime(bad, ns=(1, 1))
+    s = ingest([str(tmp_path / "dev")], lake)
+    assert s.sources == 1 and not s.problems and lake_rows(lake) == {"frames": 1}
+
+
+def test_progress_is_reported_unit_by_unit(fleet, tmp_path):
+    calls = []
+    ingest([str(fleet.root)], str(tmp_path / "lake"), progress=lambda done, total, s: calls.append(
+        (done, total, s.frames)))
+    assert [c[0] for c in calls] == list(range(1, len(fleet.files) + 1))
+    assert {c[1] for c in calls} == {len(fleet.files)}
+    assert calls[-1][2] > calls[0][2] > 0

@@ -192,7 +192,10 @@ def _units(job, range_bytes):
     """[lo, hi) byte ranges of the job: the whole new tail, or segment-aligned ranges of
     about range_bytes for a large Logb file."""
     size = job.cand.size
-    if job.kind != "logb" or size - job.resume <= range_bytes:
+    if job.kind != "logb":
+        yield 0, None  # a trace is converted whole: offsets are its conversion's, not the file's
+        return
+    if size - job.resume <= range_bytes:
         yield job.resume, size
         return
     from ..reader import LogbFile
@@ -252,7 +255,7 @@ def _state(man, job, summary):
         state.ingested_to = job.resume
         summary.problems.append((job.cand.path, errors[0]))
         return state
-    state.ingested_to = results[-1].ingested_to
+    state.ingested_to = results[-1].ingested_to if job.kind == "logb" else job.cand.size
     for r in results:
         for k, v in r.rows.items():
             state.rows[k] = state.rows.get(k, 0) + v

@@ -17,7 +17,7 @@ class UnitSpec:
     kind: str  # "logb" or a trace format's NAME
     device: str
     lo: int
-    hi: int
+    hi: object  # the end of the range; None: to the end (a trace: offsets of its conversion)
     dbc: list  # DbcRule fields as dicts
     records: int
 
@@ -44,7 +44,8 @@ def run_unit(spec):
     try:
         writer = UnitWriter(spec.lake, spec.source_id, spec.lo)
         try:
-            sink = decode_range(f, spec.lo, spec.hi, spec.path, spec.device, Dbcs(spec.dbc), writer,
+            hi = f.report.size if spec.hi is None else spec.hi
+            sink = decode_range(f, spec.lo, hi, spec.path, spec.device, Dbcs(spec.dbc), writer,
                                 spec.records)
             writer.close()
         except BaseException:
@@ -57,13 +58,13 @@ def run_unit(spec):
         f.close()
     rep = f.report
     intact = rep.truncated_at if rep.truncated and rep.truncated_at is not None else rep.size
-    out.ingested_to = spec.hi if spec.kind != "logb" else min(spec.hi, intact)
+    out.ingested_to = min(hi, intact)
     out.records = sink.records
     out.rows = {k: v for k, v in sink.rows.items() if v}
     out.written = writer.written
     out.sessions = [s.id for s in f.sessions if s.id]
-    out.report = {"skipped": [[s.start, s.end, s.cause] for s in rep.skipped if s.start < spec.hi and s.end > spec.lo],
-                  "truncated": bool(rep.truncated and (rep.truncated_at is None or rep.truncated_at < spec.hi)),
+    out.report = {"skipped": [[s.start, s.end, s.cause] for s in rep.skipped if s.start < hi and s.end > spec.lo],
+                  "truncated": bool(rep.truncated and (rep.truncated_at is None or rep.truncated_at < hi)),
                   "rejected": sum(st.rejected for st in f.streams.values())}
     return out
 
