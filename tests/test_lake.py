@@ -534,3 +534,18 @@ def test_progress_is_reported_unit_by_unit(fleet, tmp_path):
     assert [c[0] for c in calls] == list(range(1, len(fleet.files) + 1))
     assert {c[1] for c in calls} == {len(fleet.files)}
     assert calls[-1][2] > calls[0][2] > 0
+
+
+def test_dbc_rule_texts(tmp_path):
+    from logb.errors import UsageError
+    from logb.lake import DbcRule
+
+    dbc = tmp_path / "pt.dbc"
+    dbc.write_text("VERSION \"\"\n")
+    assert DbcRule.parse(str(dbc)) == DbcRule("*", "*", str(dbc))
+    assert DbcRule.parse(f"can1={dbc}") == DbcRule("*", "can1", str(dbc))
+    assert DbcRule.parse(f"truck-*/can*={dbc}") == DbcRule("truck-*", "can*", str(dbc))
+    rule = DbcRule.parse(f"truck-*/can*={dbc}")
+    assert rule.matches("truck-07", "can0") and not rule.matches("van-01", "can0")
+    with pytest.raises(UsageError, match="no such file"):
+        DbcRule.parse(f"can1={tmp_path / 'missing.dbc'}")

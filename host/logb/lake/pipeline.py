@@ -13,13 +13,13 @@ units are in. Before anything runs, every planned source gets a `begin` event; t
 run deletes the parts of a begin left without its source event and redoes that work.
 """
 
-import fnmatch
 import os
 import time
 from dataclasses import dataclass, field
 
 from ..errors import UsageError
 from . import engine, parts, units
+from .units import DbcRule
 from .manifest import Manifest, SourceState
 from .sources import expand, fingerprint, source_id
 
@@ -48,33 +48,6 @@ class Summary:
         return out
 
 
-@dataclass
-class DbcRule:
-    """--dbc [DEVICE/][BUS=]FILE: fnmatch patterns over the device and the bus name."""
-
-    device: str
-    bus: str
-    path: str
-
-    @classmethod
-    def parse(cls, text):
-        if os.path.isfile(text):
-            return cls("*", "*", text)
-        head, sep, path = text.rpartition("=")
-        device, bus = "*", "*"
-        if sep:
-            device, slash, bus = head.rpartition("/")
-            device = device if slash else "*"
-        else:
-            path = text
-        if not os.path.isfile(path):
-            raise UsageError(f"--dbc {text}: no such file {path!r}")
-        return cls(device or "*", bus or "*", path)
-
-    def matches(self, device, bus):
-        return fnmatch.fnmatchcase(device, self.device) and fnmatch.fnmatchcase(bus, self.bus)
-
-
 def ingest(sources, lake, dbc=None, workers=1, mode="threads", scheduler=None, target_size=128 << 20,
            compact=True, progress=None, records=RECORDS, range_bytes=RANGE_BYTES):
     """Ingest `sources` (paths, folders, globs) into the lake at `lake` (created if need
@@ -94,7 +67,7 @@ def ingest(sources, lake, dbc=None, workers=1, mode="threads", scheduler=None, t
             job.units = list(_units(job, range_bytes))
             for lo, hi in job.units:
                 specs.append(units.UnitSpec(lake, job.id, job.cand.path, job.kind, job.cand.device, lo, hi,
-                                            [r.__dict__ for r in rules], records))
+                                            rules, records))
         man.append_many([{"op": "begin", "id": job.id, "from": job.resume} for job in plan])
         by_source = {job.id: job for job in plan}
         done = [0]

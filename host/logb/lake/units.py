@@ -1,12 +1,41 @@
 """A unit of lake work, as a Dask task runs it: open the source, decode its byte range,
 write its parts. Specs and results are plain data, so they cross process boundaries."""
 
+import fnmatch
 import io
+import os
 from dataclasses import dataclass, field
 
-from ..errors import LogbError, NotLogbError
+from ..errors import LogbError, NotLogbError, UsageError
 from .parts import UnitWriter
 from .tables import decode_range
+
+
+@dataclass
+class DbcRule:
+    """--dbc [DEVICE/][BUS=]FILE: fnmatch patterns over the device and the bus name."""
+
+    device: str
+    bus: str
+    path: str
+
+    @classmethod
+    def parse(cls, text):
+        if os.path.isfile(text):
+            return cls("*", "*", text)
+        head, sep, path = text.rpartition("=")
+        device, bus = "*", "*"
+        if sep:
+            device, slash, bus = head.rpartition("/")
+            device = device if slash else "*"
+        else:
+            path = text
+        if not os.path.isfile(path):
+            raise UsageError(f"--dbc {text}: no such file {path!r}")
+        return cls(device or "*", bus or "*", path)
+
+    def matches(self, device, bus):
+        return fnmatch.fnmatchcase(device, self.device) and fnmatch.fnmatchcase(bus, self.bus)
 
 
 @dataclass
@@ -18,7 +47,7 @@ class UnitSpec:
     device: str
     lo: int
     hi: object  # the end of the range; None: to the end (a trace: offsets of its conversion)
-    dbc: list  # DbcRule fields as dicts
+    dbc: list  # DbcRule
     records: int
 
 
@@ -96,11 +125,8 @@ class Dbcs:
         self._cache = {}
 
     def rule(self, device, bus):
-        import fnmatch
-
-        rule = next((r for r in self.rules if fnmatch.fnmatchcase(device, r["device"])
-                     and fnmatch.fnmatchcase(bus, r["bus"])), None)
-        return None if rule is None else self._compile(rule["path"], bus)
+        rule = next((r for r in self.rules if r.matches(device, bus)), None)
+        return None if rule is None else self._compile(rule.path, bus)
 
     def compiled(self, text, bus):
         return self._compile(text, bus)
