@@ -9,10 +9,10 @@ tools/benchmd.py), each owned by one script that replaces only its own block:
 core (this file: the pure-Python backend against its peers), formats
 (tools/bench_formats.py), can (tools/bench_can.py), cbridge
 (tools/bench_cbridge.py), verify (tools/bench_verify.py), rss (tools/bench_rss.py), pull (tools/bench_pull.py),
-boards (tools/bench_boards.py), powercut (tools/powercut_fs.py) and firmware (firmware/bench/run_bench.py: MicroPython
-1.28's unix port and qemu Cortex-M3 image, built by tools/micropython_build.py;
-skipped with a note, its block kept, when a build tool is missing). --only/--skip choose blocks;
-everything else in the file stays as it is.
+boards (tools/bench_boards.py), powercut (tools/powercut_fs.py), lake (tools/bench_lake.py) and firmware
+(firmware/bench/run_bench.py: MicroPython 1.28's unix port and qemu Cortex-M3 image, built by
+tools/micropython_build.py; skipped with a note, its block kept, when a build tool is missing).
+--only/--skip choose blocks; everything else in the file stays as it is.
 
 Every figure is a median with its min–max over R runs in this one process, on
 one shared trace (/work/shared/bench/gen_trace.py, cached under out/bench/).
@@ -360,6 +360,10 @@ def main(argv=None):
         import powercut_fs  # power cuts through FAT and littlefs on the unix port (issue 16); splices its block
 
         rc = powercut_fs.main(["--output", str(args.output)]) or rc
+    if "lake" in wanted:
+        import bench_lake  # a fleet into a Parquet lake: logb lake vs asammdf + pandas (CANedge); splices its block
+
+        rc = bench_lake.main(["--frames", str(n), "--cache", str(args.cache), "--output", str(args.output)]) or rc
     log(f"bench: done in {time.perf_counter() - started:.0f} s")
     return rc
 
