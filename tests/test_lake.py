@@ -324,9 +324,12 @@ def test_dbc_rules_pick_the_dbc_by_device_and_bus(fleet, tmp_path):
     assert attached and ruled == {"New" + m for m in attached}
 
 
+ONE_SOURCE_PER_UNIT = dict(bundle_bytes=0)  # many small parts: something to compact
+
+
 def test_compaction_merges_parts_and_keeps_every_row(fleet, tmp_path):
     lake = str(tmp_path / "lake")
-    ingest([str(fleet.root)], lake, compact=False)
+    ingest([str(fleet.root)], lake, compact=False, **ONE_SOURCE_PER_UNIT)
     before, rows = parts_of(lake), lake_rows(lake)
     s = ingest([str(fleet.root)], lake, target_size=64 << 20)
     after = parts_of(lake)
@@ -339,7 +342,7 @@ def test_compaction_merges_parts_and_keeps_every_row(fleet, tmp_path):
 
 def test_readers_never_see_a_row_twice_while_compacting(fleet, tmp_path):
     lake = str(tmp_path / "lake")
-    ingest([str(fleet.root)], lake, compact=False)
+    ingest([str(fleet.root)], lake, compact=False, **ONE_SOURCE_PER_UNIT)
     total = lake_rows(lake)["signals"]
     seen, stop = [], threading.Event()
 
@@ -404,15 +407,15 @@ _KILLER = textwrap.dedent("""
             os.kill(os.getpid(), signal.SIGKILL)
         return out
     setattr(mod, name, dying)
-    pipeline.ingest([sys.argv[4]], sys.argv[5], target_size=64 << 20)
+    pipeline.ingest([sys.argv[4]], sys.argv[5], target_size=64 << 20, bundle_bytes=int(sys.argv[6]))
     sys.exit(0)
 """)
 
 KILL_POINTS = [
-    ("manifest.Manifest.append_many", "after", 1),  # begins written, nothing ingested
-    ("parts.UnitWriter.close", "before", 3),  # parts half written (temporaries)
-    ("parts.UnitWriter.close", "after", 5),  # parts in place, their source not committed
-    ("manifest.Manifest.append_many", "after", 2),  # a first batch of sources committed
+    ("manifest.Manifest.begin", "after", 1),  # begun, nothing ingested
+    ("parts.UnitWriter.close", "before", 2),  # parts half written (temporaries)
+    ("parts.UnitWriter.close", "after", 3),  # parts in place, their sources not committed
+    ("manifest.Manifest.commit", "after", 1),  # a first batch of sources committed
     ("compact._merge", "after", 2),  # a compaction's merged file staged, not swapped
     ("compact._swap", "after", 1),  # swapped, not journalled as done
     ("compact._finish", "before", 3),
@@ -423,10 +426,11 @@ KILL_POINTS = [
 def test_a_run_killed_at_any_step_is_finished_by_the_next(fleet, tmp_path, target, when, nth):
     reference = str(tmp_path / "reference")
     ingest([str(fleet.root)], reference, target_size=64 << 20)
+    bundle = 0 if target.startswith("compact") else 64 << 10  # parts to compact; units of several sources
     lake = str(tmp_path / "lake")
     script = tmp_path / "killer.py"
     script.write_text(_KILLER.format(src=SRC))
-    r = subprocess.run([sys.executable, str(script), target, when, str(nth), str(fleet.root), lake],
+    r = subprocess.run([sys.executable, str(script), target, when, str(nth), str(fleet.root), lake, str(bundle)],
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == -signal.SIGKILL, r.stderr
     s = ingest([str(fleet.root)], lake, target_size=64 << 20)
@@ -530,10 +534,12 @@ def test_an_unreadable_source_says_why_and_is_read_again_once_it_changes(tmp_pat
 def test_progress_is_reported_unit_by_unit(fleet, tmp_path):
     calls = []
     ingest([str(fleet.root)], str(tmp_path / "lake"), progress=lambda done, total, s: calls.append(
-        (done, total, s.frames)))
-    assert [c[0] for c in calls] == list(range(1, len(fleet.files) + 1))
-    assert {c[1] for c in calls} == {len(fleet.files)}
+        (done, total, s.frames, s.sources)), bundle_bytes=64 << 10)
+    units = calls[0][1]
+    assert 1 < units < len(fleet.files)  # small sources are bundled
+    assert [c[0] for c in calls] == list(range(1, units + 1)) and {c[1] for c in calls} == {units}
     assert calls[-1][2] > calls[0][2] > 0
+    assert calls[-1][3] == len(fleet.files)
 
 
 def test_dbc_rule_texts(tmp_path):

@@ -25,18 +25,21 @@ TIMEOUT = 900  # generous: a busy machine may be ten times slower than a quiet o
 
 def _lake_command(src, lake, *more):
     return subprocess.Popen([sys.executable, "-m", "logb.cli.main", "lake", str(src), "-o", lake, "--json",
-                             "--workers", "2", *more], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             "--workers", "2", "--task-bytes", "256K", *more],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def _kill_when(proc, lake, seen):
     """SIGKILL `proc` once its manifest holds a line for which `seen(event)` is true."""
     path = os.path.join(lake, "_logb", "manifest.jsonl")
     deadline = time.monotonic() + TIMEOUT
+    read = 0  # lines already shown to `seen`
     while time.monotonic() < deadline and proc.poll() is None:
         if os.path.exists(path):
             with open(path, "rb") as fh:
                 lines = [ln for ln in fh.read().splitlines(keepends=True) if ln.endswith(b"\n")]
-            if any(seen(json.loads(ln)) for ln in lines):
+            new, read = lines[read:], len(lines)
+            if any([seen(json.loads(ln)) for ln in new]):
                 proc.send_signal(signal.SIGKILL)
                 break
         time.sleep(0.01)  # polling the file for the event, not waiting a fixed time for it
@@ -53,13 +56,16 @@ def test_a_fleet_of_a_thousand_recordings(tmp_path):
     # killed once a third of the sources are in
     third = len(files) // 3
     proc = _lake_command(fleet.root, lake, "--no-compact")
-    code = _kill_when(proc, lake, lambda e, n=[0]: e["op"] == "source" and (n.append(1) or len(n) > third))
+    committed = []
+    code = _kill_when(proc, lake, lambda e: e["op"] == "commit" and (committed.extend(e["sources"]) or
+                                                                    len(committed) > third))
     assert code == -signal.SIGKILL, proc.stderr.read()
     assert 0 < len(Manifest(lake).sources) < len(files)
 
     # the rerun finishes the work, then compacts; killed at its first compaction
     proc = _lake_command(fleet.root, lake, "--target-size", "4M")
-    assert _kill_when(proc, lake, lambda e: e["op"] == "compact-begin") in (-signal.SIGKILL, 1)
+    assert _kill_when(proc, lake, lambda e: e["op"] == "compact-begin") == -signal.SIGKILL, proc.stderr.read()
+    assert Manifest(lake).compactions  # killed with a compaction under way
 
     # grown to their ends, and ingested again after each step
     growing = fleet.of_kind("growing")

@@ -4,6 +4,7 @@ import sys
 import time
 
 from ..errors import UsageError
+from ..lake.pipeline import RANGE_BYTES
 from .common import EXIT_DAMAGED, EXIT_OK, dumps
 
 HELP = "many recordings into a hive-partitioned Parquet data lake (incremental, on Dask)"
@@ -59,6 +60,9 @@ def add_arguments(p):
     p.add_argument("--scheduler", metavar="ADDRESS", help="a running dask.distributed scheduler (tcp://host:8786)")
     p.add_argument("--target-size", type=_size, default=128 << 20, metavar="BYTES",
                    help="compaction's file size (default 128M; suffixes K, M, G)")
+    p.add_argument("--task-bytes", type=_size, default=RANGE_BYTES, metavar="BYTES",
+                   help="bytes per Dask task: a large recording's range, or small recordings bundled "
+                        "(default 16M; memory per task follows the batch, not this)")
     p.add_argument("--no-compact", action="store_true", help="ingest only")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     p.set_defaults(mode="processes")
@@ -103,7 +107,7 @@ def run(args, out):
     bar = _Bar() if sys.stderr.isatty() and not args.json else None
     summary = ingest(words, args.output, dbc=args.dbc, workers=args.workers, mode=args.mode,
                      scheduler=args.scheduler, target_size=args.target_size, compact=not args.no_compact,
-                     progress=bar)
+                     progress=bar, range_bytes=args.task_bytes)
     if bar is not None:
         bar.close()
     if args.json:

@@ -4,13 +4,16 @@ Append-only for the reason Logb files are: a run killed at any moment leaves eve
 it finished, and at worst one torn last line, which the next open ignores and cuts off.
 Each line is one event:
 
-- `begin`   a source (or its new tail) is about to be ingested from offset `from`;
-- `source`  that ingest is complete: what the source is (identity), how far it was read
-            (`ingested_to`), what it gave (rows per dataset, frames, parts) and its report;
-- `compact-begin` / `compact-done`  a partition's parts are being merged (compact.py).
+- `begin`   sources (or their new tails) are about to be ingested: for each, the offset
+            it is read `from` and the units (parts.part_name) that will hold its rows;
+- `commit`  sources whose ingest is complete: what each is (identity), how far it was
+            read (`ingested_to`), what it gave (rows per dataset, frames), its
+            report. One line per batch, so the sources that share a unit's parts are
+            committed together or not at all;
+- `compact-begin` / `compact-done` / `compact-abort`  a partition's merge (compact.py).
 
-A `begin` without its `source` marks parts the next run deletes before redoing the work:
-that, and parts named after (source, offset), is what makes a rerun idempotent.
+A source begun and not committed marks its units' parts, which the next run deletes
+before redoing the work: that is what makes a rerun idempotent.
 """
 
 import fcntl
@@ -40,12 +43,11 @@ class SourceState:
     sessions: list = field(default_factory=list)
     rows: dict = field(default_factory=dict)  # dataset -> rows written, over every ingest
     frames: int = 0  # CAN frames and sensor records read, over every ingest
-    parts: int = 0
     ingests: int = 0
     report: dict = field(default_factory=dict)  # the last ingest's recovery report
 
-    def as_event(self):
-        return {"op": "source", **self.__dict__}
+    def as_json(self):
+        return dict(self.__dict__)
 
 
 class Manifest:
@@ -61,7 +63,7 @@ class Manifest:
         self.path = os.path.join(self.dir, MANIFEST)
         self._lock = None
         self.sources = {}  # id -> SourceState
-        self.pending = {}  # id -> offset of a begin not yet completed
+        self.pending = {}  # source id -> {"from": offset, "units": [uid]} begun, not committed
         self.compactions = {}  # id -> compact-begin event not yet done
         self._paths = {}  # path -> id
         self._identities = {}  # (size, fingerprint) -> id
@@ -113,13 +115,15 @@ class Manifest:
     def _apply(self, e):
         op = e.get("op")
         if op == "begin":
-            self.pending[e["id"]] = e["from"]
-        elif op == "source":
-            state = SourceState(**{k: v for k, v in e.items() if k != "op"})
-            self.sources[state.id] = state
-            self._paths[state.path] = state.id
-            self._identities[state.size, state.fingerprint] = state.id
-            self.pending.pop(state.id, None)
+            for b in e["sources"]:
+                self.pending[b["id"]] = {"from": b["from"], "units": b["units"]}
+        elif op == "commit":
+            for fields in e["sources"]:
+                state = SourceState(**fields)
+                self.sources[state.id] = state
+                self._paths[state.path] = state.id
+                self._identities[state.size, state.fingerprint] = state.id
+                self.pending.pop(state.id, None)
         elif op == "compact-begin":
             self.compactions[e["id"]] = e
         elif op in ("compact-done", "compact-abort"):
@@ -145,22 +149,15 @@ class Manifest:
             os.fsync(fh.fileno())
         self._apply(event)
 
-    def append_many(self, events):
-        """Several events with one fsync (a run's `begin`s)."""
-        if not events:
-            return
-        if self._lock is None:
-            raise LakeError("the manifest is written only under the lake's lock")
-        data = b"".join((json.dumps(e, separators=(",", ":"), sort_keys=True) + "\n").encode() for e in events)
-        with open(self.path, "ab") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        for e in events:
-            self._apply(e)
+    def begin(self, entries):
+        """One `begin` line: [{"id", "from", "units"}] of the sources a run is about to read."""
+        if entries:
+            self.append({"op": "begin", "sources": entries})
 
-    def commit(self, state):
-        self.append(state.as_event())
+    def commit(self, states):
+        """One `commit` line for these SourceStates: all of them, or (torn) none."""
+        if states:
+            self.append({"op": "commit", "sources": [s.as_json() for s in states]})
 
     # -------------------------------------------------------------- lookups
     def by_path(self, path):

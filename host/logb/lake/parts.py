@@ -2,9 +2,9 @@
 
 A part is written under a hidden temporary name (`.name.parquet.tmp`: pyarrow.dataset
 skips names starting with "." and DuckDB's `*.parquet` glob does not match it) and
-renamed into place when complete. Its name says where its rows came from,
-`<source id>-<first offset, 12 hex digits>[-k].parquet`, so a unit redone after a kill
-writes the very names it wrote before (or parts.remove_from deletes what it left).
+renamed into place when complete. Its name says which unit of work wrote it,
+`u<unit id, 16 hex digits>[-k].parquet`, so that the parts of a unit a killed run did not
+commit can be found and deleted (remove_units) before the work is redone.
 """
 
 import os
@@ -12,7 +12,7 @@ import re
 from urllib.parse import quote
 
 DATASETS = ("signals", "frames", "streams")
-_PART = re.compile(r"^([0-9a-f]{16})-([0-9a-f]{12})(?:-\d+)?\.parquet$")
+_PART = re.compile(r"^u([0-9a-f]{16})(?:-\d+)?\.parquet$")
 
 
 def partition_dir(lake, dataset, values):
@@ -20,14 +20,16 @@ def partition_dir(lake, dataset, values):
     return os.path.join(lake, dataset, *(f"{k}={quote(str(v), safe=' ')}" for k, v in values.items()))
 
 
-def part_name(source_id, offset, k=0):
-    return f"{source_id}-{offset:012x}" + (f"-{k}" if k else "") + ".parquet"
+def part_name(uid, k=0):
+    return f"u{uid}" + (f"-{k}" if k else "") + ".parquet"
 
 
-def parse_part(name):
-    """(source id, offset) of a part's name, or None for other files (a compacted part)."""
+def unit_of(name):
+    """The unit id in a part's name (or its temporary's), or None for other files (a compacted part)."""
+    if name.startswith(".") and name.endswith(".tmp"):
+        name = name[1:-4]
     m = _PART.match(name)
-    return None if m is None else (m.group(1), int(m.group(2), 16))
+    return None if m is None else m.group(1)
 
 
 def dictionary_columns(schema):
@@ -66,10 +68,9 @@ class UnitWriter:
     """The parts of one unit of work: one open ParquetWriter per partition (and Arrow
     schema), so memory holds a row group being built, not the unit's rows."""
 
-    def __init__(self, lake, source_id, offset, compression="zstd"):
+    def __init__(self, lake, uid, compression="zstd"):
         self.lake = lake
-        self.source_id = source_id
-        self.offset = offset
+        self.uid = uid
         self.compression = compression
         self._open = {}  # (partition dir, schema) -> (ParquetWriter, tmp, final)
         self._count = {}  # partition dir -> parts opened there
@@ -86,7 +87,7 @@ class UnitWriter:
             os.makedirs(pdir, exist_ok=True)
             k = self._count.get(pdir, 0)
             self._count[pdir] = k + 1
-            final = os.path.join(pdir, part_name(self.source_id, self.offset, k))
+            final = os.path.join(pdir, part_name(self.uid, k))
             tmp = os.path.join(pdir, "." + os.path.basename(final) + ".tmp")
             entry = (pq.ParquetWriter(tmp, table.schema, compression=self.compression,
                                       use_dictionary=dictionary_columns(table.schema)), tmp, final, dataset)
@@ -124,17 +125,12 @@ def walk_parts(lake):
                 yield dataset, dirpath, name
 
 
-def remove_from(lake, unfinished):
-    """Delete the parts (and temporaries) of unfinished work: `unfinished` maps a source id
-    to the offset its interrupted ingest began at. Returns how many files went."""
+def remove_units(lake, uids):
+    """Delete the parts (and temporaries) of the units `uids`: work a killed run began and
+    did not commit. Returns how many files went."""
     gone = 0
     for _dataset, dirpath, name in walk_parts(lake):
-        bare = name[1:-4] if name.startswith(".") and name.endswith(".tmp") else name
-        parsed = parse_part(bare)
-        if parsed is None:
-            continue
-        sid, offset = parsed
-        if sid in unfinished and offset >= unfinished[sid]:
+        if unit_of(name) in uids:
             os.unlink(os.path.join(dirpath, name))
             gone += 1
     return gone

@@ -5,14 +5,16 @@ unchanged (same path, size and mtime: not even read), grown (its old prefix stil
 alike: only its new tail is read, from where the last run stopped, the end of its last
 intact frame), the same as a source already in (moved or copied: skipped), replaced or
 new (ingested whole). Files that are neither Logb nor a CAN trace are listed and left.
-A source becomes units of at most RANGE_BYTES, split at segment starts.
+A large source becomes units of about RANGE_BYTES, split at segment starts; small ones
+are bundled, by device, into units of about that size.
 
-Running (Dask tasks, units.run_unit): each unit decodes its range and writes its parts.
-Committing (this process, as results arrive): a source's `source` event once all its
-units are in. Before anything runs, every planned source gets a `begin` event; the next
-run deletes the parts of a begin left without its source event and redoes that work.
+Running (Dask tasks, units.run_unit): each unit decodes its pieces and writes its parts.
+Committing (this process, as results arrive): a source once all its units are in, in
+batches. Before anything runs, the planned sources are begun (with their units); the next
+run deletes the parts of units begun and not committed, and redoes that work.
 """
 
+import hashlib
 import os
 import time
 from dataclasses import dataclass, field
@@ -49,10 +51,12 @@ class Summary:
 
 
 def ingest(sources, lake, dbc=None, workers=1, mode="threads", scheduler=None, target_size=128 << 20,
-           compact=True, progress=None, records=RECORDS, range_bytes=RANGE_BYTES):
+           compact=True, progress=None, records=RECORDS, range_bytes=RANGE_BYTES, bundle_bytes=None):
     """Ingest `sources` (paths, folders, globs) into the lake at `lake` (created if need
     be). `dbc`: --dbc rule texts (DbcRule). `progress(done_units, total_units, summary)`
-    is called as units finish. Returns a Summary."""
+    is called as units finish. `range_bytes`: a large source's bytes per unit;
+    `bundle_bytes` (default range_bytes): small sources' bytes per unit (0: one each).
+    Returns a Summary."""
     if mode not in ("threads", "processes"):
         raise UsageError(f"mode must be threads or processes, not {mode!r}")
     rules = [r if isinstance(r, DbcRule) else DbcRule.parse(r) for r in (dbc or ())]
@@ -62,27 +66,26 @@ def ingest(sources, lake, dbc=None, workers=1, mode="threads", scheduler=None, t
     with Manifest(lake, create=True).lock() as man:
         summary.removed = recover(man)
         plan = _plan(man, expand(sources), summary)
-        specs = []
-        for job in plan:
-            job.units = list(_units(job, range_bytes))
-            for lo, hi in job.units:
-                specs.append(units.UnitSpec(lake, job.id, job.cand.path, job.kind, job.cand.device, lo, hi,
-                                            rules, records))
-        man.append_many([{"op": "begin", "id": job.id, "from": job.resume} for job in plan])
+        specs = _units(lake, plan, rules, records, range_bytes,
+                       range_bytes if bundle_bytes is None else bundle_bytes)
+        man.begin([{"id": job.id, "from": job.resume, "units": job.units} for job in plan])
         by_source = {job.id: job for job in plan}
         done = [0]
         commits = _Commits(man)
 
         def on_result(i, result):
-            job = by_source[specs[i].source_id]
-            job.results.append(result)
             done[0] += 1
-            summary.frames += result.records
-            summary.rows += sum(result.rows.values())
             summary.parts += len(result.written)
             summary.bytes += sum(w[4] for w in result.written)
-            if len(job.results) == len(job.units):
-                commits.add(_state(man, job, summary))
+            finished = []
+            for piece in result.pieces:
+                job = by_source[piece.source_id]
+                job.results.append(piece)
+                summary.frames += piece.records
+                summary.rows += sum(piece.rows.values())
+                if len(job.results) == len(job.units):
+                    finished.append(_state(job, summary))
+            commits.add(finished)
             if progress is not None:
                 progress(done[0], len(specs), summary)
 
@@ -103,7 +106,7 @@ def recover(man):
 
     removed = 0
     if man.pending:
-        removed = parts.remove_from(man.lake, dict(man.pending))
+        removed = parts.remove_units(man.lake, {u for p in man.pending.values() for u in p["units"]})
     recover_compactions(man)
     return removed
 
@@ -161,18 +164,57 @@ def _plan(man, candidates, summary):
     return jobs
 
 
-def _units(job, range_bytes):
-    """[lo, hi) byte ranges of the job: the whole new tail, or segment-aligned ranges of
-    about range_bytes for a large Logb file."""
-    size = job.cand.size
-    if job.kind != "logb":
-        yield 0, None  # a trace is converted whole: offsets are its conversion's, not the file's
-        return
-    if size - job.resume <= range_bytes:
-        yield job.resume, size
-        return
+def _units(lake, plan, rules, records, range_bytes, bundle_bytes):
+    """The UnitSpecs of a plan: a large Logb source's new bytes in segment-aligned ranges of
+    about range_bytes, each a unit; small sources bundled, by device, into units of about
+    bundle_bytes (fewer, larger parts: less to write per file, less to compact). Sets each
+    job's `units` (the ids of the units holding its rows)."""
+    specs, bundle, weight = [], [], 0
+
+    def close_bundle():
+        nonlocal bundle, weight
+        if bundle:
+            specs.append(_spec(lake, bundle, rules, records))
+        bundle, weight = [], 0
+
+    for job in sorted(plan, key=lambda j: (j.cand.device, j.cand.path)):
+        new = job.cand.size - job.resume
+        if job.kind == "logb" and new > range_bytes:
+            for lo, hi in _ranges(job, range_bytes):
+                specs.append(_spec(lake, [_piece(job, lo, hi)], rules, records))
+            continue
+        if bundle and (weight + new > bundle_bytes or len(bundle) >= BUNDLE_MAX
+                       or bundle[-1].device != job.cand.device):
+            close_bundle()
+        # a trace is converted whole: offsets are its conversion's, not the file's
+        bundle.append(_piece(job, job.resume, job.cand.size) if job.kind == "logb" else _piece(job, 0, None))
+        weight += new
+    close_bundle()
+    by_source = {job.id: job for job in plan}
+    for spec in specs:
+        for piece in spec.pieces:
+            by_source[piece.source_id].units.append(spec.uid)
+    return specs
+
+
+BUNDLE_MAX = 256  # sources in one unit at most
+
+
+def _piece(job, lo, hi):
+    return units.Piece(job.id, job.cand.path, job.kind, job.cand.device, lo, hi)
+
+
+def _spec(lake, pieces, rules, records):
+    key = "\0".join(f"{p.source_id}:{p.lo}" for p in pieces)
+    uid = hashlib.blake2b(key.encode(), digest_size=8).hexdigest()
+    return units.UnitSpec(lake, uid, pieces, rules, records)
+
+
+def _ranges(job, range_bytes):
+    """[lo, hi) of a large Logb file's new bytes, split at segment starts."""
     from ..reader import LogbFile
 
+    size = job.cand.size
     with LogbFile(job.cand.path) as f:  # the scan alone: where its segments start
         starts = [s.offset for s in f.segments if s.offset > job.resume]
     lo = job.resume
@@ -184,9 +226,9 @@ def _units(job, range_bytes):
 
 
 class _Commits:
-    """Source events, written in batches: the parts they name are made durable with one
-    filesystem sync per batch, then the batch is appended with one fsync. A run killed
-    between two batches redoes the sources of the last one (their begins stand)."""
+    """Commits, in batches: the parts are made durable with one filesystem sync per batch,
+    then the batch is one manifest line (one fsync). A run killed between two batches
+    redoes the sources of the last one (their begins stand)."""
 
     BATCH = 64
     SECONDS = 1.0
@@ -196,21 +238,22 @@ class _Commits:
         self.pending = []
         self.last = time.monotonic()
 
-    def add(self, state):
-        self.pending.append(state)
+    def add(self, states):
+        """The sources a unit finished, together (they may share its parts)."""
+        self.pending += states
         if len(self.pending) >= self.BATCH or time.monotonic() - self.last >= self.SECONDS:
             self.flush()
 
     def flush(self):
         if self.pending:
             parts.sync_filesystem(self.man.lake)
-            self.man.append_many([s.as_event() for s in self.pending])
+            self.man.commit(self.pending)
             self.pending = []
         self.last = time.monotonic()
 
 
-def _state(man, job, summary):
-    """The source event of a job whose units are all in."""
+def _state(job, summary):
+    """The SourceState of a job whose units are all in."""
     results = sorted(job.results, key=lambda r: r.lo)
     errors = [r.error for r in results if r.error]
     prev = job.previous
@@ -218,12 +261,10 @@ def _state(man, job, summary):
         id=job.id, path=job.cand.path, size=job.cand.size, mtime_ns=job.cand.mtime_ns,
         fingerprint=job.fingerprint, ingested_to=job.cand.size, device=job.cand.device, kind=job.kind,
         sessions=list(prev.sessions) if prev else [], rows=dict(prev.rows) if prev else {},
-        frames=prev.frames if prev else 0, parts=prev.parts if prev else 0,
-        ingests=(prev.ingests if prev else 0) + 1)
+        frames=prev.frames if prev else 0, ingests=(prev.ingests if prev else 0) + 1)
     if errors:
-        # a source that cannot be read contributes nothing (its parts go), and says why;
-        # it is read again once it changes
-        parts.remove_from(man.lake, {job.id: job.resume})
+        # a source that cannot be read contributes nothing (units.run_unit leaves it out of
+        # their parts), and says why; it is read again once it changes
         state.report = {"error": errors[0]}
         state.ingested_to = job.resume
         summary.problems.append((job.cand.path, errors[0]))
@@ -233,7 +274,6 @@ def _state(man, job, summary):
         for k, v in r.rows.items():
             state.rows[k] = state.rows.get(k, 0) + v
         state.frames += r.records
-        state.parts += len(r.written)
         state.sessions += [s for s in r.sessions if s not in state.sessions]
     state.report = _merged_report(results)
     if state.report.get("damaged"):

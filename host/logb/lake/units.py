@@ -1,5 +1,5 @@
-"""A unit of lake work, as a Dask task runs it: open the source, decode its byte range,
-write its parts. Specs and results are plain data, so they cross process boundaries."""
+"""A unit of lake work, as a Dask task runs it: open each source, decode its byte range,
+write the unit's parts. Specs and results are plain data, so they cross process boundaries."""
 
 import fnmatch
 import io
@@ -39,80 +39,119 @@ class DbcRule:
 
 
 @dataclass
-class UnitSpec:
-    lake: str
+class Piece:
+    """One source's byte range in a unit."""
+
     source_id: str
     path: str
     kind: str  # "logb" or a trace format's NAME
     device: str
     lo: int
     hi: object  # the end of the range; None: to the end (a trace: offsets of its conversion)
+
+
+@dataclass
+class UnitSpec:
+    """A task: one range of a large source, or a bundle of small ones. Its parts are named
+    after `uid`, so that they can be found (and deleted) whatever rows they hold."""
+
+    lake: str
+    uid: str
+    pieces: list  # Piece
     dbc: list  # DbcRule
     records: int
 
 
 @dataclass
-class UnitResult:
+class PieceResult:
+    source_id: str
     lo: int
     ingested_to: int = 0  # where the next ingest of a growing source starts
     records: int = 0
     rows: dict = field(default_factory=dict)
-    written: list = field(default_factory=list)  # (dataset, partition dir, name, rows, bytes)
     sessions: list = field(default_factory=list)
     report: dict = field(default_factory=dict)
     error: str = ""
 
 
+@dataclass
+class UnitResult:
+    uid: str
+    pieces: list  # PieceResult, one per Piece
+    written: list = field(default_factory=list)  # (dataset, partition dir, name, rows, bytes)
+
+
+_FAILURES = (LogbError, OSError, ValueError)  # what a damaged or hostile source can raise
+
+
 def run_unit(spec):
-    out = UnitResult(spec.lo)
+    """Decode every piece into the unit's parts. A piece whose source cannot be opened gives
+    an error and no rows; one that fails midway would leave some of its rows in parts it
+    shares, so the unit is then written again without it."""
+    failed = {}
+    while True:
+        result = _attempt(spec, failed)
+        if result is not None:
+            return result
+
+
+def _attempt(spec, failed):
+    writer = UnitWriter(spec.lake, spec.uid)
+    dbcs = Dbcs(spec.dbc)
+    done = []
     try:
-        f = _open(spec)
-    except (LogbError, OSError) as exc:
-        out.error = f"{type(exc).__name__}: {exc}"
-        return out
-    try:
-        writer = UnitWriter(spec.lake, spec.source_id, spec.lo)
-        try:
-            hi = f.report.size if spec.hi is None else spec.hi
-            sink = decode_range(f, spec.lo, hi, spec.path, spec.device, Dbcs(spec.dbc), writer,
-                                spec.records)
-            writer.close()
-        except BaseException:
-            writer.abort()
-            raise
-    except (LogbError, OSError, ValueError) as exc:
-        out.error = f"{type(exc).__name__}: {exc}"
-        return out
-    finally:
-        f.close()
+        for i, piece in enumerate(spec.pieces):
+            if i in failed:
+                done.append(PieceResult(piece.source_id, piece.lo, error=failed[i]))
+                continue
+            try:
+                f = _open(piece)
+            except _FAILURES as exc:
+                failed[i] = f"{type(exc).__name__}: {exc}"
+                done.append(PieceResult(piece.source_id, piece.lo, error=failed[i]))
+                continue
+            try:
+                done.append(_decode(f, piece, dbcs, writer, spec.records))
+            except _FAILURES as exc:
+                failed[i] = f"{type(exc).__name__}: {exc}"
+                writer.abort()
+                return None
+            finally:
+                f.close()
+        writer.close()
+    except BaseException:
+        writer.abort()
+        raise
+    return UnitResult(spec.uid, done, writer.written)
+
+
+def _decode(f, piece, dbcs, writer, records):
+    hi = f.report.size if piece.hi is None else piece.hi
+    sink = decode_range(f, piece.lo, hi, piece.path, piece.device, dbcs, writer, records)
     rep = f.report
     intact = rep.truncated_at if rep.truncated and rep.truncated_at is not None else rep.size
-    out.ingested_to = min(hi, intact)
-    out.records = sink.records
-    out.rows = {k: v for k, v in sink.rows.items() if v}
-    out.written = writer.written
-    out.sessions = [s.id for s in f.sessions if s.id]
-    out.report = {"skipped": [[s.start, s.end, s.cause] for s in rep.skipped if s.start < hi and s.end > spec.lo],
-                  "truncated": bool(rep.truncated and (rep.truncated_at is None or rep.truncated_at < hi)),
-                  "rejected": sum(st.rejected for st in f.streams.values())}
-    return out
+    return PieceResult(
+        piece.source_id, piece.lo, ingested_to=min(hi, intact), records=sink.records,
+        rows={k: v for k, v in sink.rows.items() if v}, sessions=[s.id for s in f.sessions if s.id],
+        report={"skipped": [[s.start, s.end, s.cause] for s in rep.skipped if s.start < hi and s.end > piece.lo],
+                "truncated": bool(rep.truncated and (rep.truncated_at is None or rep.truncated_at < hi)),
+                "rejected": sum(st.rejected for st in f.streams.values())})
 
 
-def _open(spec):
+def _open(piece):
     from ..reader import LogbFile
 
-    if spec.kind == "logb":
+    if piece.kind == "logb":
         try:
-            return LogbFile(spec.path)
+            return LogbFile(piece.path)
         except NotLogbError:
-            return LogbFile(spec.path, recover=True)  # its header was hit: read from its first SYNC
+            return LogbFile(piece.path, recover=True)  # its header was hit: read from its first SYNC
     from ..can import formats
 
-    fmt = formats.REGISTRY[spec.kind]
-    trace = formats.read_as(spec.path, fmt)
+    trace = formats.read_as(piece.path, formats.REGISTRY[piece.kind])
     buf = io.BytesIO()
     # the session named after the source: the same rows whichever run converts it
-    formats.write_logb(trace, buf, source=spec.path, session=spec.source_id.ljust(32, "0"))
+    formats.write_logb(trace, buf, source=piece.path, session=piece.source_id.ljust(32, "0"))
     return LogbFile(buf.getvalue())
 
 
