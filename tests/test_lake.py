@@ -555,3 +555,31 @@ def test_dbc_rule_texts(tmp_path):
     assert rule.matches("truck-07", "can0") and not rule.matches("van-01", "can0")
     with pytest.raises(UsageError, match="no such file"):
         DbcRule.parse(f"can1={tmp_path / 'missing.dbc'}")
+
+
+def test_a_source_failing_midway_leaves_no_row_in_the_parts_it_shared(fleet, tmp_path, monkeypatch):
+    from logb.lake import units
+
+    folder = tmp_path / "uploads" / fleet.devices[0]  # one device: one bundle, one unit
+    folder.mkdir(parents=True)
+    for ff in [ff for ff in fleet.of_kind("clean") if ff.device == fleet.devices[0]][:4]:
+        shutil.copy(ff.path, folder / ff.path.name)
+    files = sorted(str(p) for p in folder.iterdir())
+    victim, real = files[1], units.decode_range
+
+    def failing_after_its_rows(f, lo, hi, source, *rest):
+        sink = real(f, lo, hi, source, *rest)  # its rows are in the unit's open parts by now
+        if source == victim:
+            raise ValueError("a frame no reader expected")
+        return sink
+
+    monkeypatch.setattr(units, "decode_range", failing_after_its_rows)
+    lake = str(tmp_path / "lake")
+    s = ingest([str(folder)], lake)
+    assert s.problems == [(victim, "ValueError: a frame no reader expected")] and s.sources == 3
+    from logb.lake.parts import unit_of
+
+    assert len({unit_of(os.path.basename(p)) for p in parts_of(lake)}) == 1  # the four shared one unit
+    monkeypatch.undo()
+    assert_lake_is(lake, [f for f in files if f != victim])
+    assert victim not in by_source(lake_tables(lake))
