@@ -329,13 +329,16 @@ class LogbFile(SourceReader):
     """A scanned Logb input. `strict` raises at the first damage; `recover`
     accepts an input whose file header is missing or damaged by resyncing at
     its first SYNC frame. `progress(offset)` is called after each frame.
+    `on_data(stream, FrameLoc, payload)` is called for each DATA frame the
+    scan accepts, with a view of its payload valid only during the call
+    (logb.verify checks frames while their bytes are in memory).
 
     A file larger than source.HOLD_MAX is not held: the scan reads it by
     window and each DATA frame is read again when decoded (source.py), so
     memory is bounded by what is in use. `buf` is the whole input all the
     same, read (and then held) when asked for."""
 
-    def __init__(self, src, strict=False, recover=False, progress=None):
+    def __init__(self, src, strict=False, recover=False, progress=None, on_data=None):
         self.source = open_source(src)
         self._held = self.source.held  # the whole input, or None: read by window
         self.report = Report(size=self.source.size if self._held is None else len(self._held))
@@ -356,6 +359,7 @@ class LogbFile(SourceReader):
         self._schema_cache = {}  # SCHEMA payload -> (schema | None, uuid, name, error)
         self._index_axes = {}  # DATA offset -> first_axis an INDEX claims (checked on decode)
         self.strict = strict
+        self._on_data = on_data
         breaks = None
         for fr, payload in self._scan(recover, strict):
             # damage the scanner resumed past inside the segment keeps it (SPEC §10.3, G17)
@@ -469,7 +473,7 @@ class LogbFile(SourceReader):
             except MalformedPayloadError as exc:
                 self._data_malformed(fr, exc)
                 return
-            self._data(fr, header)
+            self._data(fr, header, payload)
             return
         rule = FRAME_RULES.get(t)
         if rule is None:
@@ -632,7 +636,7 @@ class LogbFile(SourceReader):
         if b is not None and b.stream is not None:
             b.stream.reject(fr.offset, 0, str(exc))
 
-    def _data(self, fr, header):
+    def _data(self, fr, header, payload=None):
         b = self._data_binding(fr)
         if b is None:
             return
@@ -662,7 +666,10 @@ class LogbFile(SourceReader):
                            f"stream {stream.name!r}: run {run_id} reappears after another run in one segment")
             state[1].add(state[0])
             state[0] = run_id
-        stream._frames.append(FrameLoc(offset, fr.payload_len, header, segment))  # nothing is dropped while scanning
+        fl = FrameLoc(offset, fr.payload_len, header, segment)
+        stream._frames.append(fl)  # nothing is dropped while scanning
+        if self._on_data is not None:
+            self._on_data(stream, fl, payload)
 
     # after the scan
     def _check_index_and_end(self):

@@ -8,13 +8,15 @@ value an INDEX claims. What cannot fail is skipped: no other field is
 extracted, and the axis range is proved from the axis field's width when it
 can be (extracted only when the width alone allows an overflow). A frame
 stored as is (codec none, no filter) with nothing a record can get wrong is
-not read at all (header_problem matched its sizes at open); an INDEX claim
-on it reads its first record.
+not decoded at all (header_problem matched its sizes at open): only its first
+record is kept, for an INDEX claim.
 
-The checks run in a thread pool when there is decompression to share out
-(zstd, the C kernels and pread release the GIL); their outcomes are applied
-in validate's order (stream by stream, file order within one), so every
-report is the serial one.
+`Checker` is the scan's on_data hook (LogbFile(on_data=...)): each frame is
+checked while the scan holds its bytes, so nothing is read twice; compressed
+frames go to a thread pool (zstd and the C kernels release the GIL) while the
+scan goes on. `verify` then applies the outcomes in validate's order (stream
+by stream, file order within one), so every report is the serial one. Without
+a Checker (or when the file shrank after the scan) the frames are read again.
 """
 
 import dataclasses
@@ -28,7 +30,7 @@ from . import fields
 from ._kernels import field_window
 from .batch import I64_MAX, I64_MIN, _region, _walk_tails, axis_column, check_range
 from .errors import LogbError, MalformedPayloadError
-from .frames import pack_axis
+from .frames import DATA_HEADER_SIZE, pack_axis
 from .tables import AxisMode, ByteOrder, Codec, DataType, Filter
 
 # Frames per task: enough that a task's overhead is small against its frames.
@@ -73,24 +75,23 @@ class _Plan:
         return all(I64_MIN <= base + o <= I64_MAX for o in self.offsets)
 
 
-def check_frame(plan, stream, fl, claimed, lazy=True):
-    """What decoding `fl` would raise (None if nothing), and its first axis
-    value when `claimed` (an INDEX states it), else None. Reads only, and
-    when `lazy` nothing of a frame that only its header can reject."""
-    schema, header = plan.schema, fl.header
-    start, end = fl.stored_slice
+def check_frame(plan, header, read, lazy=True, want_first=True):
+    """What decoding the frame would raise (None if nothing), and its first
+    fixed record (bytes, when it has records and `want_first`), else None.
+    `read(k)`: the first k bytes of the frame's stored region (k None: all
+    of it). When `lazy`, nothing of a frame that only its header can reject
+    is read but that record."""
+    schema = plan.schema
     n = header.record_count
     implicit = schema.is_time and schema.axis_mode == AxisMode.implicit
+    want_first = want_first and n > 0
     try:
         if (lazy and plan.plain and header.codec == Codec.none and header.filter == Filter.none
                 and (implicit or not schema.is_time or plan.axis_proved(header))):
             if implicit and n:
                 _implicit_range(schema, header)
-            if not (claimed and n):
-                return None, None
-            first = stream._file._stored(start, start + schema.record_size)
-            return None, _first_axis(plan, header, np.frombuffer(first, np.uint8).reshape(1, -1))
-        data, fixed = _region(schema, header, stream._file._stored(start, end))
+            return None, bytes(read(schema.record_size)) if want_first else None
+        data, fixed = _region(schema, header, read(None))
         if schema.variable_fields:
             _walk_tails(schema, data, n * schema.record_size, n)  # also UTF-8 of variable strings
         for f in schema.fields:
@@ -102,7 +103,7 @@ def check_frame(plan, stream, fl, claimed, lazy=True):
             raw = fields.extract(fixed, schema.fields[schema.axis_field])
             base, scale = header.axis_base(True), schema.axis_scale
             check_range(base + int(raw.min()) * scale, base + int(raw.max()) * scale)
-        return None, _first_axis(plan, header, fixed) if claimed and n else None
+        return None, fixed[0].tobytes() if want_first else None
     except (LogbError, ValueError) as exc:
         return exc, None
 
@@ -122,21 +123,95 @@ def _int_field(record, f):
     return v
 
 
-def _first_axis(plan, header, fixed):
-    """The frame's first axis value, as axis_column gives it (its range is checked)."""
+def _first_axis(plan, header, record):
+    """The frame's first axis value from its first record (bytes), as axis_column gives it."""
     schema = plan.schema
     if schema.is_time:
         base = header.axis_base(True)
         if schema.axis_mode == AxisMode.implicit:
             return base
         if plan.axis_int is not None:  # one value: Python ints beat a kernel call on a 1-row array
-            return base + _int_field(fixed[0].tobytes(), plan.axis_int) * schema.axis_scale
-        return base + int(fields.extract(fixed[:1], schema.fields[schema.axis_field])[0]) * schema.axis_scale
-    return axis_column(schema, dataclasses.replace(header, record_count=1), fixed[:1])[0]  # float arithmetic as is
+            return base + _int_field(record, plan.axis_int) * schema.axis_scale
+    fixed = np.frombuffer(record, np.uint8).reshape(1, -1)
+    if schema.is_time:
+        return base + int(fields.extract(fixed, schema.fields[schema.axis_field])[0]) * schema.axis_scale
+    return axis_column(schema, dataclasses.replace(header, record_count=1), fixed)[0]  # float arithmetic as is
+
+
+def _from_file(stream, fl):
+    """check_frame's `read` for a frame read again from the file."""
+    start, end = fl.stored_slice
+    return lambda k: stream._file._stored(start, end if k is None else start + k)
 
 
 def _check_chunk(task, lazy=True):
-    return [check_frame(plan, stream, fl, claimed, lazy) for plan, stream, fl, claimed in task]
+    return [check_frame(plan, fl.header, _from_file(stream, fl), lazy, claimed)
+            for plan, stream, fl, claimed in task]
+
+
+def _check_copies(task):
+    return [check_frame(plan, header, _slicer(stored)) for plan, header, stored in task]
+
+
+def _slicer(stored):
+    return lambda k: stored if k is None else stored[:k]
+
+
+class Checker:
+    """LogbFile's on_data hook: every accepted DATA frame checked while the
+    scan holds its bytes. With `jobs` > 1, compressed frames (copied: the
+    scan's window is reused) are checked on a pool of that many threads; a
+    frame stored as is is a few µs of Python, checked at once. A context
+    manager: leaving it stops the checks still queued."""
+
+    def __init__(self, jobs=1):
+        self._plans = {}  # id(stream) -> _Plan
+        self._outcomes = {}  # DATA offset -> check_frame's outcome
+        self._pool = ThreadPoolExecutor(jobs) if jobs > 1 else None
+        self._batch = []  # (offset, (plan, header, stored copy)) waiting for a pool task
+        self._tasks = []  # (offsets, future)
+
+    def plan(self, stream):
+        plan = self._plans.get(id(stream))
+        if plan is None:
+            plan = self._plans[id(stream)] = _Plan(stream.schema)
+        return plan
+
+    def __call__(self, stream, fl, payload):
+        if payload is None:
+            return  # no bytes to check: verify reads the frame
+        plan, header = self.plan(stream), fl.header
+        stored = payload[DATA_HEADER_SIZE:]
+        if self._pool is None or header.codec == Codec.none:
+            self._outcomes[fl.offset] = check_frame(plan, header, _slicer(stored))
+            return
+        self._batch.append((fl.offset, (plan, header, bytes(stored))))
+        if len(self._batch) == _CHUNK:
+            self._submit()
+
+    def _submit(self):
+        offsets = [o for o, _t in self._batch]
+        self._tasks.append((offsets, self._pool.submit(_check_copies, [t for _o, t in self._batch])))
+        self._batch = []
+
+    def outcomes(self):
+        """Every checked frame's outcome by offset (waits for the pool)."""
+        if self._batch:
+            self._submit()
+        for offsets, future in self._tasks:
+            self._outcomes.update(zip(offsets, future.result()))
+        self._tasks = []
+        return self._outcomes
+
+    def close(self):
+        if self._pool is not None:
+            self._pool.shutdown(cancel_futures=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
 
 def _still_holds(f, work):
@@ -147,31 +222,45 @@ def _still_holds(f, work):
     return not end or len(f.source.read_at(end - 1, 1)) == 1
 
 
-def verify(f, jobs=1):
+def verify(f, jobs=1, checker=None):
     """LogbFile.validate without the columns: every accepted DATA frame
     checked, its rejection reported (raised when strict), with `jobs` threads.
-    Returns the report."""
+    `checker`: the Checker `f` was opened with (on_data), whose outcomes
+    stand for the frames it checked. Returns the report."""
     claims = f._index_axes
-    plans = {id(s): _Plan(s.schema) for s in f.streams.values() if s.schema is not None}
-    work = [(plans[id(s)], s, fl, fl.offset in claims) for s in f.streams.values() if id(s) in plans for fl in s.frames]
-    chunks = [work[i : i + _CHUNK] for i in range(0, len(work), _CHUNK)]
-    check = functools.partial(_check_chunk, lazy=_still_holds(f, work))
+    plan = checker.plan if checker is not None else Checker().plan
+    work = [(plan(s), s, fl, fl.offset in claims) for s in f.streams.values() if s.schema is not None
+            for fl in s.frames]
+    lazy = _still_holds(f, work)
+    done = checker.outcomes() if checker is not None and lazy else {}
+    rest = [w for w in work if w[2].offset not in done]
+    chunks = [rest[i : i + _CHUNK] for i in range(0, len(rest), _CHUNK)]
+    check = functools.partial(_check_chunk, lazy=lazy)
     # Threads pay only where a check runs outside the GIL (decompression); an
     # uncompressed frame's check is a few µs of Python that threads would only contend for.
-    if jobs > 1 and len(chunks) > 1 and any(fl.header.codec != Codec.none for _p, _s, fl, _c in work):
+    if jobs > 1 and len(chunks) > 1 and any(fl.header.codec != Codec.none for _p, _s, fl, _c in rest):
         pool = ThreadPoolExecutor(min(jobs, len(chunks)))
         try:
-            _apply(f, work, (r for part in pool.map(check, chunks) for r in part))
+            done.update(zip((w[2].offset for w in rest), (r for part in pool.map(check, chunks) for r in part)))
+            _apply(f, work, done)
         finally:
             pool.shutdown(cancel_futures=True)  # a strict error stops the checks still queued
     else:
-        _apply(f, work, (r for part in map(check, chunks) for r in part))
+        done.update(zip((w[2].offset for w in rest), (r for part in map(check, chunks) for r in part)))
+        _apply(f, work, done)
     return f.report
 
 
-def _apply(f, work, results):
+def _apply(f, work, outcomes):
     """Stream.decode_frame's consequences of each outcome, in order."""
-    for (_plan, stream, fl, _claimed), (exc, first) in zip(work, results):
+    for plan, stream, fl, claimed in work:
+        exc, record = outcomes[fl.offset]
+        first = None
+        if exc is None and claimed and record is not None:
+            try:
+                first = _first_axis(plan, fl.header, record)
+            except (LogbError, ValueError) as err:  # as decoding the frame would meet it
+                exc = err
         if exc is not None:
             if f.strict:
                 raise MalformedPayloadError(f"DATA frame at offset {fl.offset}: {exc}") from exc

@@ -1,6 +1,6 @@
 """logb verify: check every frame; the exit status says whether the file is intact."""
 
-from ..verify import default_jobs, verify
+from ..verify import Checker, default_jobs, verify
 from .common import EXIT_DAMAGED, EXIT_OK, add_recover, dumps, open_logb
 from .info import intact, sink_lost, sink_text
 
@@ -36,8 +36,8 @@ def _jobs(text):
 
 
 def run(args, out):
-    with open_logb(args.file, recover=args.recover) as f:
-        verify(f, args.jobs)
+    with Checker(args.jobs) as checker, open_logb(args.file, recover=args.recover, on_data=checker) as f:
+        verify(f, args.jobs, checker)
         rep = f.report
         ok = intact(f)
         verdict = {
