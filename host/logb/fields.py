@@ -132,6 +132,39 @@ def extract(records, field, out=None, wide=False):
     raise InvalidDataError(f"cannot extract data_type {dt}")
 
 
+_PLANS = {}  # (record size, specs) -> FieldPlan: the checks done once for a message's signals
+_PLAN_CACHE = 1024
+
+
+def extract_many(records, fields, wide=False):
+    """[extract(records, f, wide=wide) for f in fields], with the fields the field
+    kernels take (kernel_spec) filled by one extract_many call: one pass of Python
+    checks for all of them (a CAN message's signals), the others one by one."""
+    n = records.shape[0]
+    cols, specs, items = [], [], []
+    for f in fields:
+        spec = kernel_spec(f, wide)
+        col = view = None
+        if spec is not None:
+            col = new_column(f, n, wide=wide)
+            view = as_items(col)
+        if view is None:
+            col = extract(records, f, wide=wide)
+        else:
+            specs.append((*spec, 0))
+            items.append(view)
+        cols.append(col)
+    if items:
+        key = (records.shape[1], tuple(specs))
+        plan = _PLANS.get(key)
+        if plan is None:
+            if len(_PLANS) >= _PLAN_CACHE:
+                _PLANS.clear()
+            plan = _PLANS[key] = _backend.active.plan(records.shape[1], specs)
+        _backend.active.extract_many(records, plan, items)
+    return cols
+
+
 def kernel_spec(field, wide=False):
     """(offset, width, big, kind) of a fixed field whose column `extract` fills
     with one field-kernel call (Kernels.plan, extract_many: integers, floats,

@@ -90,12 +90,10 @@ def frame_keys(ids, flags=None):
     ids = np.asarray(ids)
     if ids.dtype != np.uint32:  # bits 0..31 are all a key uses: uint32 arithmetic throughout
         ids = ids.astype(np.uint32) if ids.dtype.kind == "u" else ids.astype(np.int64).astype(np.uint32)
-    ext = ids & np.uint32(EXTENDED)
+    keys = ids & np.uint32(EXTENDED | EXT_BITS)  # an id's own bit 31 is kept: it says extended
     if flags is not None:
-        flags = np.asarray(flags)
-        ext |= ((flags & layout.FLAG_EXTENDED) != 0).astype(np.uint32) << np.uint32(31)
-    keys = ids & np.uint32(EXT_BITS)
-    keys |= ext
+        ext = (np.asarray(flags) & layout.FLAG_EXTENDED) != 0
+        keys |= np.left_shift(ext, np.uint32(31), dtype=np.uint32)
     return keys
 
 
@@ -185,7 +183,10 @@ def _route_grouped(entries, keys, usable, data, axis, lengths):
         remap[g] = len(cands) if hits else _NO_KEY
         if hits:
             cands.append(hits)
-    group = remap[row_group]  # rows of ids no stream takes: _NO_KEY, past every group
+    if len(cands) == len(distinct) and row_group.dtype == np.uint32:
+        group = row_group  # every id has a stream: the remap is the identity
+    else:
+        group = remap[row_group]  # rows of ids no stream takes: _NO_KEY, past every group
     columns = [data, axis] + ([] if lengths is None else [lengths])
     starts, rows, moved = _backend.active.group_rows(group, len(cands), columns)
     found = {}
@@ -222,11 +223,26 @@ def _wanted(sig_name, message, signals):
 
 
 def _text(conv, raw):
+    if conv.type == ConversionType.value_to_text and raw.dtype.kind in "iu" \
+            and (raw.dtype.itemsize == 1 or raw.dtype.itemsize == 2 and len(raw) >= 1 << 16):
+        return _table_text(conv.entries, raw)
     keys = np.array([k for k, _ in conv.entries], np.float64)
     labels = convert.physical(conv, raw)
     hit = np.isin(raw.astype(np.float64), keys)
     labels[~hit] = None
     return labels
+
+
+def _table_text(entries, raw):
+    """_text of a narrow integer column: one label per bit pattern (None where no key is
+    the value), looked up by the column's unsigned view; the first entry of a key wins."""
+    size = 8 * raw.dtype.itemsize
+    labels = np.full(1 << size, None, object)
+    lo, hi = (-(1 << (size - 1)), (1 << (size - 1)) - 1) if raw.dtype.kind == "i" else (0, (1 << size) - 1)
+    for key, label in reversed(entries):
+        if lo <= key <= hi and float(key).is_integer():
+            labels[int(key) % (1 << size)] = label
+    return labels.take(raw.view(f"u{raw.dtype.itemsize}"))
 
 
 def signal_columns(sig, raw):
@@ -249,6 +265,26 @@ def signal_columns(sig, raw):
     return phys, text
 
 
+_PAYLOAD_SIGNALS = {}  # id(schema) -> (schema, [(SignalField, payload field, last byte)]); the schema keeps its id
+_PAYLOAD_CACHE = 1024
+
+
+def _payload_signals(schema):
+    """The signals of a per-message schema, each with its payload-relative field and the
+    last payload byte it needs, built once per schema."""
+    hit = _PAYLOAD_SIGNALS.get(id(schema))
+    if hit is not None and hit[0] is schema:
+        return hit[1]
+    out = []
+    for sig in signals_of(schema):
+        pf = sig.payload_field
+        out.append((sig, pf, (pf.bit_offset + pf.bit_width - 1) // 8))
+    if len(_PAYLOAD_SIGNALS) >= _PAYLOAD_CACHE:
+        _PAYLOAD_SIGNALS.clear()
+    _PAYLOAD_SIGNALS[id(schema)] = (schema, out)
+    return out
+
+
 def decode_payloads(schema, payloads, signals=None, message=None, missing=None):
     """Decode every signal of a per-message schema from an (N, W) payload array.
     `missing`: per row, how many payload bytes the frame lacked (the stream's
@@ -261,15 +297,12 @@ def decode_payloads(schema, payloads, signals=None, message=None, missing=None):
     present = None  # bytes each frame carried, only when some frame is short
     if missing is not None and len(missing) and np.any(missing):
         present = n_payload - np.asarray(missing, np.int64)
+    chosen = [s for s in _payload_signals(schema) if _wanted(s[0].name, message, signals)]
     raw, phys, text, units = {}, {}, {}, {}
-    for sig in signals_of(schema):
-        if not _wanted(sig.name, message, signals):
-            continue
-        pf = sig.payload_field
-        col = bits.extract(payloads, pf)
+    for (sig, _pf, last), col in zip(chosen, bits.extract_many(payloads, [pf for _, pf, _ in chosen])):
         p, t = signal_columns(sig, col)
         if present is not None:
-            gone = present <= (pf.bit_offset + pf.bit_width - 1) // 8  # its last byte was not on the bus
+            gone = present <= last  # its last byte was not on the bus
             if gone.any():
                 col, p = np.ma.masked_array(col, gone), np.ma.masked_array(p, gone)
                 if t is not None:
@@ -295,9 +328,19 @@ def frame_lengths(dlc, flags):
     """layout.frame_lengths (int16) through a 64-entry table."""
     flags = np.asarray(flags)
     code = np.asarray(dlc, np.uint8) & np.uint8(15)
-    code |= ((flags & layout.FLAG_FD) != 0).view(np.uint8) << np.uint8(4)
-    code |= ((flags & layout.FLAG_REMOTE) != 0).view(np.uint8) << np.uint8(5)
-    return _LENGTHS[code]
+    if np.any(flags & (layout.FLAG_FD | layout.FLAG_REMOTE)):
+        code |= ((flags & layout.FLAG_FD) != 0).view(np.uint8) << np.uint8(4)
+        code |= ((flags & layout.FLAG_REMOTE) != 0).view(np.uint8) << np.uint8(5)
+    return _LENGTHS.take(code)
+
+
+def _shortest(dlc, flags):
+    """The least of frame_lengths(dlc, flags) (frames there are), without building them
+    when no frame is CAN FD or remote: classic lengths never fall as the code grows."""
+    flags = np.asarray(flags)
+    if np.any(flags & (layout.FLAG_FD | layout.FLAG_REMOTE)):
+        return int(frame_lengths(dlc, flags).min())
+    return int(_LENGTHS[int((np.asarray(dlc, np.uint8) & np.uint8(15)).min())])
 
 
 def _missing(payload_len, lengths):
@@ -324,11 +367,11 @@ def decode_frames(compiled, axis, ids, flags, data, messages=None, signals=None,
         flags = np.zeros(len(data), np.uint8)
     flags = np.asarray(flags)
     keys = frame_keys(ids, flags)
-    lengths = None if dlc is None else frame_lengths(dlc, flags)  # once for the bus, indexed per message
-    usable = data_frames(flags)
     entries = compiled.entries
-    if lengths is not None and (not len(lengths) or lengths.min() >= max((e.payload_len for e in entries), default=0)):
-        lengths = None  # no frame is short of any message: nothing to mask, nothing to move per stream
+    lengths = None  # no frame is short of any message: nothing to mask, nothing to move per stream
+    if dlc is not None and len(dlc) and _shortest(dlc, flags) < max((e.payload_len for e in entries), default=0):
+        lengths = frame_lengths(dlc, flags)  # once for the bus, moved along with each message's rows
+    usable = data_frames(flags)
     wanted = [i for i, e in enumerate(entries) if _selected(e.name, e.message, messages)]
     axis = np.asarray(axis)
     routed = _route_grouped(entries, keys, usable, data, axis, lengths)

@@ -1,0 +1,121 @@
+"""The raw bus + DBC decode's shortcuts give what the general code gives, under each
+backend (tests/conftest.py): fields.extract_many against extract() per field, value
+table labels of narrow integers (a table per bit pattern) against the key lookup,
+frame keys and lengths against their definitions, and the shortest frame without
+building every length."""
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from logb import fields
+from logb.can import decode as D
+from logb.can import layout
+from logb.schema import Conversion, Field
+from logb.tables import ByteOrder, ConversionType, DataType
+
+SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@st.composite
+def record_fields(draw):
+    size = draw(st.integers(1, 12))
+    out = []
+    for i in range(draw(st.integers(0, 7))):
+        kinds = [DataType.uint, DataType.sint, DataType.bool, DataType.bytes, DataType.string]
+        dt = draw(st.sampled_from(kinds + ([DataType.float] if size >= 2 else [])))
+        if dt == DataType.float:
+            width = draw(st.sampled_from([w for w in (16, 32, 64) if w <= 8 * size]))
+        elif dt in (DataType.bytes, DataType.string):
+            width = 8 * draw(st.integers(1, size))
+        else:
+            width = draw(st.integers(1, min(64, 8 * size)))
+        whole = dt in (DataType.float, DataType.bytes, DataType.string)
+        offset = 8 * draw(st.integers(0, size - width // 8)) if whole else draw(st.integers(0, 8 * size - width))
+        order = draw(st.sampled_from([ByteOrder.little, ByteOrder.big]))
+        out.append(Field(f"f{i}", offset, width, dt, order))
+    return size, out
+
+
+@SETTINGS
+@given(record_fields(), st.integers(0, 40), st.booleans(), st.booleans())
+def test_extract_many_is_extract_per_field(case, n, wide, planar):
+    size, fs = case
+    rng = np.random.default_rng(n + size)
+    records = rng.integers(0, 256, (n, size), np.uint8)
+    if any(f.data_type == DataType.string for f in fs):
+        records[:] = ord("a")  # valid UTF-8 wherever a string field falls
+    if planar:  # a transposed frame's rows read in place
+        records = np.ascontiguousarray(records.T).T
+    got = fields.extract_many(records, fs, wide=wide)
+    assert len(got) == len(fs)
+    for f, col in zip(fs, got):
+        want = fields.extract(records, f, wide=wide)
+        assert col.dtype == want.dtype and col.shape == want.shape
+        assert np.array_equal(col, want, equal_nan=col.dtype.kind == "f"), f
+
+
+def test_extract_many_rejects_a_field_past_the_record():
+    with pytest.raises(ValueError):
+        fields.extract_many(np.zeros((3, 2), np.uint8), [Field("x", 16, 8, DataType.uint)])
+
+
+def _generic_text(conv, raw):
+    """decode._text's key lookup (convert.physical), whatever the column."""
+    keys = np.array([k for k, _ in conv.entries], np.float64)
+    from logb import convert
+    labels = convert.physical(conv, raw)
+    labels[~np.isin(raw.astype(np.float64), keys)] = None
+    return labels
+
+
+KEYS = st.one_of(st.integers(-40000, 70000).map(float), st.sampled_from([0.5, -1.5, float("nan"), 1e300, -0.0]))
+
+
+@SETTINGS
+@given(st.sampled_from([np.uint8, np.int8, np.uint16, np.int16]),
+       st.lists(st.tuples(KEYS, st.sampled_from(["a", "b", "c", ""])), max_size=12), st.integers(0, 3))
+def test_value_table_labels_of_narrow_integers(dtype, entries, seed):
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(seed)
+    # every key in range (repeated keys too: the first entry wins), the extremes, and noise
+    hits = [int(k) for k, _ in entries if k == k and info.min <= k <= info.max and float(k).is_integer()]
+    values = hits + [info.min, info.max, 0, -1 if info.min else 1]
+    raw = np.array(values + rng.integers(info.min, info.max, 1 << 16, endpoint=True).tolist(), dtype)
+    conv = Conversion(ConversionType.value_to_text, entries=tuple(entries), default="?")
+    got = D._text(conv, raw)
+    assert got.dtype == object and got.tolist() == _generic_text(conv, raw).tolist()
+
+
+def test_value_table_labels_of_a_short_16_bit_column_take_the_lookup():
+    conv = Conversion(ConversionType.value_to_text, entries=((7.0, "seven"), (7.0, "again")), default="?")
+    raw = np.array([7, 8], np.uint16)
+    assert D._text(conv, raw).tolist() == ["seven", None]
+
+
+FLAGS = st.integers(0, 127)
+
+
+@SETTINGS
+@given(st.lists(st.tuples(st.integers(0, 2**32 - 1), FLAGS, st.integers(0, 15)), max_size=60))
+def test_frame_keys_lengths_and_the_shortest(frames):
+    ids = np.array([f[0] for f in frames], np.uint32)
+    flags = np.array([f[1] for f in frames], np.uint8)
+    dlc = np.array([f[2] for f in frames], np.uint8)
+    keys = D.frame_keys(ids, flags)
+    want = [(i & 0x1FFFFFFF) | (1 << 31 if (i >> 31) or fl & layout.FLAG_EXTENDED else 0) for i, fl, _ in frames]
+    assert keys.dtype == np.uint32 and keys.tolist() == want
+    lengths = D.frame_lengths(dlc, flags)
+    assert lengths.tolist() == layout.frame_lengths(dlc, flags).tolist()
+    if frames:
+        assert D._shortest(dlc, flags) == min(lengths.tolist())
+        classic = flags & ~np.uint8(layout.FLAG_FD | layout.FLAG_REMOTE)
+        assert D._shortest(dlc, classic) == min(D.frame_lengths(dlc, classic).tolist())
+
+
+def test_frame_keys_of_signed_and_wide_ids():
+    ids = np.array([-1, 0x7FF, 0x1FFFFFFF | (1 << 31)], np.int64)
+    assert D.frame_keys(ids).tolist() == [0x9FFFFFFF, 0x7FF, 0x9FFFFFFF]
+    assert D.frame_keys(ids.astype(np.uint64), np.array([0, 1, 0], np.int64)).tolist() == \
+        [0x9FFFFFFF, 0x800007FF, 0x9FFFFFFF]
