@@ -2,7 +2,7 @@
 on Dask) against the CANedge-style pipeline (asammdf + pandas), side by side in one run.
 
 Usage: python tools/bench_lake.py [--recordings 100] [--per-recording 20000] [--devices 5] [--days 4]
-                                  [--runs 2] [--budget-mb 100] [--factor 4] [--quick] [--frames N]
+                                  [--runs 2] [--budget-mb 100] [--factor 10] [--quick] [--frames N]
                                   [--cache DIR] [--output FILE] [--keep]
        (tools/bench.py runs it; --output replaces the `lake` block of that file, tools/benchmd.py)
 
@@ -34,9 +34,8 @@ Peak memory: ONE recording --factor times a worker's memory budget (--budget-mb 
 trace again and again, time moving on, written as write_logb writes (cached while it is
 used, deleted after unless --keep), ingested with workers=2 processes: the ingesting process
 (planning, commits, compaction) and its largest pool worker are reported apart, with the
-floor (a fresh interpreter that imported what a worker imports). The default --factor is 4
-(400 MB), not 10: at the lake's ~0.25 M frames/s on this 2-core machine a 1 GB recording is
-~4.5 min on its own, past the ~5 min the whole default run may take; --factor 10 runs it.
+floor (a fresh interpreter that imported what a worker imports). 10 × 100 MB = 1 GB by
+default; --quick takes 2 budgets.
 
 Nothing here passes or fails: it reports.
 """
@@ -373,7 +372,7 @@ def section(res):
          "- `logb.lake.ingest(fleet, LAKE, workers=…, mode=…)` (`logb lake`), with the DBC each file carries: "
          "`signals/device=/message=/date=` (what the baseline writes, plus the lake's row columns: timestamp, "
          "device time, session, segment, run, source) and `frames/device=/bus=/date=` (every raw frame), zstd, "
-         "parts fsynced and renamed into place, then small parts compacted in the ingesting process. "
+         "parts renamed into place once whole and synced, then small parts compacted in the ingesting process. "
          "workers=1 is Dask's synchronous scheduler.\n",
          "Rates are over each case's own clock (the baseline's loop; ingest's `summary.seconds`: plan, "
          "decode, write, compaction; \"after the units\" is its part after the last unit finished); wall adds "
@@ -381,16 +380,17 @@ def section(res):
          "(each frame decoded once) before anything is reported. Peak RSS: `ru_maxrss` of the case's largest "
          "process (Dask's pool workers included). "
          + ("One run per case." if nruns == 1 else f"Median (min–max) of {nruns} runs, the cases alternating.")
-         + "\n",
-         "| case | files/s | frames/s | time (after the units) | wall | lake files | lake bytes/frame: "
+         + f" {os.cpu_count()} cores, shared: the 1-minute load average was {res['load'][0]:.1f} at the start "
+         f"and {res['load'][1]:.1f} at the end (other work's load takes from workers=2 first).\n",
+         "| case | files/s | frames/s | time | after the units | wall | lake files | lake bytes/frame: "
          "signals (all) | peak RSS |",
-         "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+         "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for key, outs in runs.items():
         secs = [o["seconds"] for o in outs]
         ds = outs[-1]["datasets"]
-        after = f" ({statistics.median(o['after_units'] for o in outs):.1f} s)" if key != "baseline" else ""
+        after = f"{statistics.median(o['after_units'] for o in outs):.1f} s" if key != "baseline" else "—"
         L.append(f"| {_label(key)} | {_spread([files / x for x in secs], lambda x: f'{x:.1f}')} | "
-                 f"{_spread([frames / x for x in secs], _kfps)} | {_spread(secs, lambda x: f'{x:.1f} s')}{after} | "
+                 f"{_spread([frames / x for x in secs], _kfps)} | {_spread(secs, lambda x: f'{x:.1f} s')} | {after} | "
                  f"{statistics.median(o['wall'] for o in outs):.1f} s | {sum(v['files'] for v in ds.values()):,} | "
                  f"{ds['signals']['bytes'] / frames:.2f} ({sum(v['bytes'] for v in ds.values()) / frames:.2f}) | "
                  f"{statistics.median(o['maxrss'] for o in outs) / 1e6:.0f} MB |")
@@ -414,23 +414,19 @@ def section(res):
               f"A worker's memory budget of {res['budget_mb']:g} MB; the recording is {res['factor']:g}× that "
               f"({b['size'] / 1e9:.2f} GB, {b['frames']:,} frames): the shared trace {b['copies']} times one after "
               "another, dated, written as `write_logb` writes (raw bus + per-message streams + DBC, 1 MB "
-              "segments), ingested alone into an empty lake in units of at most 16 MB split at segment starts. "
+              "segments), ingested alone into an empty lake in units of about 16 MB split at segment starts. "
               "Peak RSS is `ru_maxrss` of the ingesting process (planning, commits, compaction) and of its "
               "largest Dask pool worker. The floor, a fresh interpreter that imported what a worker imports "
-              f"(`logb.lake.units`, pyarrow.parquet) and did nothing: {res['floor']['self_maxrss'] / 1e6:.0f} MB."
-              + ("" if res["factor"] >= 10 else f" Not 10×: the lake ingests about "
-                 f"{b['frames'] / b['cases'][0]['seconds'] / 1e3:.0f} k frames/s here, so a 10× recording "
-                 f"would take ~{10 * res['budget_mb'] * 1e6 / b['size'] * b['cases'][0]['seconds'] / 60:.0f} "
-                 "min per case (`--factor 10` runs it).") + "\n",
+              f"(`logb.lake.units`, pyarrow.parquet) and did nothing: {res['floor']['self_maxrss'] / 1e6:.0f} MB.\n",
               "| workers | peak RSS: ingesting process | peak RSS: largest worker | budget | frames/s "
-              "| time (after the units) |",
-              "| --- | --- | --- | --- | --- | --- |"]
+              "| time | after the units |",
+              "| --- | --- | --- | --- | --- | --- | --- |"]
         for c in b["cases"]:
             pool = c["mode"] == "processes" and c["workers"] > 1
             worker = f"{c['children_maxrss'] / 1e6:.0f} MB" if pool else "— (in process)"
             L.append(f"| {c['workers']}{' ' + c['mode'] if c['workers'] > 1 else ''} | "
                      f"{c['self_maxrss'] / 1e6:.0f} MB | {worker} | ≤ {res['budget_mb']:g} MB | "
-                     f"{_kfps(c['frames'] / c['seconds'])} | {c['seconds']:.0f} s ({c['after_units']:.0f} s) |")
+                     f"{_kfps(c['frames'] / c['seconds'])} | {c['seconds']:.0f} s | {c['after_units']:.0f} s |")
         L.append("")
     return "\n".join(L)
 
@@ -446,7 +442,7 @@ def main(argv=None):
     ap.add_argument("--runs", type=int, default=2, help="runs of each fleet case, alternating (default 2)")
     ap.add_argument("--budget-mb", type=float, default=100, help="a worker's memory budget (default 100 MB)")
     ap.add_argument("--factor", type=float,
-                    help="the large recording's size in budgets (default 4, --quick 2; 0 skips the peak-memory part)")
+                    help="the large recording's size in budgets (default 10, --quick 2; 0 skips the peak-memory part)")
     ap.add_argument("--quick", action="store_true",
                     help="40 recordings of 5,000 frames, a recording of 2 budgets (a smoke run)")
     ap.add_argument("--frames", type=int, default=1_000_000, help="the shared bench trace's length")
@@ -466,15 +462,17 @@ def main(argv=None):
     if args.quick:
         args.recordings, args.per_recording = 40, 5_000
     if args.factor is None:
-        args.factor = 2 if args.quick else 4
+        args.factor = 2 if args.quick else 10
     sys.path.insert(0, str(ROOT / "tools"))
     import benchmd
     from bench import ensure_trace
 
     d = ensure_trace(args.cache, args.frames)
     t = time.perf_counter()
+    load = os.getloadavg()[0]
     res = run(d, args)
     res["budget_mb"], res["factor"] = args.budget_mb, args.factor
+    res["load"] = (load, os.getloadavg()[0])
     md = section(res)
     log(f"lake: {time.perf_counter() - t:.0f} s")
     if args.output:
