@@ -90,10 +90,11 @@ def frame_keys(ids, flags=None):
     ids = np.asarray(ids)
     if ids.dtype != np.uint32:  # bits 0..31 are all a key uses: uint32 arithmetic throughout
         ids = ids.astype(np.uint32) if ids.dtype.kind == "u" else ids.astype(np.int64).astype(np.uint32)
-    keys = ids & np.uint32(EXTENDED | EXT_BITS)  # an id's own bit 31 is kept: it says extended
-    if flags is not None:
-        ext = (np.asarray(flags) & layout.FLAG_EXTENDED) != 0
-        keys |= np.left_shift(ext, np.uint32(31), dtype=np.uint32)
+    if flags is None:
+        return ids & np.uint32(EXTENDED | EXT_BITS)  # an id's own bit 31 is kept: it says extended
+    keys = np.left_shift((np.asarray(flags) & layout.FLAG_EXTENDED) != 0, np.uint32(31), dtype=np.uint32)
+    keys |= ids  # in place: one array for the whole bus
+    keys &= np.uint32(EXTENDED | EXT_BITS)
     return keys
 
 
