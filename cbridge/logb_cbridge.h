@@ -129,6 +129,26 @@ size_t logb_scan_frames(const uint8_t *buf, size_t len, size_t pos, uint64_t bas
                         logb_crc_fn crc, logb_frame *table, size_t cap,
                         size_t *stop, int *status);
 
+/* The same walk, and heads[i] (heads: cap entries) the DATA header (the
+ * first 28 bytes of the payload, SPEC §8.1) of listed frame i when it is a
+ * DATA frame (type LOGB_FRAME_DATA) of at least 28 payload bytes, with
+ * present = 1; all zero for any other frame. */
+#define LOGB_FRAME_DATA 0x20
+#define LOGB_DATA_HEAD_SIZE 28
+typedef struct {
+    uint64_t raw_size;
+    uint8_t axis_base[8]; /* as stored: i64 ticks or f64, little-endian */
+    uint32_t record_count;
+    uint32_t run_id;
+    uint8_t codec;
+    uint8_t filter;
+    uint16_t reserved;
+    uint32_t present;
+} logb_data_head; /* 32 bytes, no padding */
+size_t logb_scan_data_frames(const uint8_t *buf, size_t len, size_t pos, uint64_t base,
+                             logb_crc_fn crc, logb_frame *table, logb_data_head *heads, size_t cap,
+                             size_t *stop, int *status);
+
 /* ------------------------------------------------------------------ group
  * Rows by group (decode.c): a stable counting sort of the n rows by
  * group[i] (0..ngroups-1; ngroups or more leaves the row out). starts

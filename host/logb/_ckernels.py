@@ -3,7 +3,7 @@
 argument first, so no Python input can make C read or write outside its
 buffers; what is left here is handing C the pointers and strides."""
 
-from ._kernels import FRAME_DTYPE, BackendUnavailable, Kernels, check_range, check_scan, check_size
+from ._kernels import FRAME_DTYPE, HEAD_DTYPE, BackendUnavailable, Kernels, check_range, check_scan, check_size
 
 CRC_ENV = "LOGB_CRC"
 CRC_MODES = ("auto", "hw", "sw")
@@ -150,3 +150,15 @@ class CKernels(Kernels):
             check_scan(pos, base, cap, len(p))
             n = self.lib.logb_scan_frames(p, len(p), pos, base, self._crc_fn, out, cap, stop, status)
         return table[:n], stop[0], status[0]
+
+    def _scan_data_frames(self, buf, pos, base, cap):
+        ffi = self.ffi
+        table = self._np.empty(cap, FRAME_DTYPE)
+        heads = self._np.empty(cap, HEAD_DTYPE)
+        stop = ffi.new("size_t *")
+        status = ffi.new("int *")
+        with ffi.from_buffer("uint8_t[]", buf) as p, ffi.from_buffer("logb_frame[]", table) as out, \
+                ffi.from_buffer("logb_data_head[]", heads) as hout:
+            check_scan(pos, base, cap, len(p))
+            n = self.lib.logb_scan_data_frames(p, len(p), pos, base, self._crc_fn, out, hout, cap, stop, status)
+        return table[:n], heads[:n], stop[0], status[0]

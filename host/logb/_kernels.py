@@ -23,6 +23,10 @@ and these, each checking its own buffer as it takes hold of it:
   table is a FRAME_DTYPE array (offsets are base + position), `stop` where
   the run ended and `status` why (SCAN_END, SCAN_PAST_END, SCAN_CRC,
   SCAN_FULL: logb_cbridge.h's LOGB_SCAN_*).
+- `scan_data_frames(buf, pos, base, cap)`: the same walk, and its DATA
+  headers: (table, heads, stop, status), heads a HEAD_DTYPE array, row i the
+  28-byte DATA header of frame i (`present` 1) or zeros (not a DATA frame,
+  or a payload too short to hold one).
 
 `group_rows(group, ngroups, columns)`: rows (and columns) grouped by a group
 number per row, a stable counting sort (the backend's `_group_rows`);
@@ -59,6 +63,11 @@ SCAN_CAP = 4096  # frames one call lists at most
 # logb_cbridge.h's logb_frame, field for field
 FRAME_DTYPE = np.dtype([("offset", "<u8"), ("payload_len", "<u4"), ("stream_id", "<u2"), ("type", "u1"),
                         ("flags", "u1")])
+# logb_cbridge.h's logb_data_head: a DATA frame's 28-byte header (frames.DATA_HEADER), aligned
+HEAD_DTYPE = np.dtype([("raw_size", "<u8"), ("axis_base", "V8"), ("record_count", "<u4"), ("run_id", "<u4"),
+                       ("codec", "u1"), ("filter", "u1"), ("reserved", "<u2"), ("present", "<u4")])
+FRAME_DATA = 0x20  # tables.FrameType.DATA (tables imports nothing of the kernels')
+DATA_HEAD_SIZE = 28
 KEY_GROUPS_MAX = 4096  # distinct keys key_groups takes by default (CAN ids on one bus)
 
 
@@ -265,3 +274,7 @@ class Kernels:
     def scan_frames(self, buf, pos=0, base=0, cap=SCAN_CAP):
         """The run of well-formed frames from buf[pos] (see the module docstring)."""
         return self._scan_frames(buf, pos, base, cap)
+
+    def scan_data_frames(self, buf, pos=0, base=0, cap=SCAN_CAP):
+        """scan_frames and the DATA headers of its frames (see the module docstring)."""
+        return self._scan_data_frames(buf, pos, base, cap)

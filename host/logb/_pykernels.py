@@ -10,14 +10,16 @@ import struct
 
 import numpy as np
 
-from ._kernels import (FRAME_DTYPE, KIND_BOOL, KIND_SIGNED, KIND_SIZE_MASK, SCAN_CRC, SCAN_END, SCAN_FULL,
-                       SCAN_PAST_END, TAIL_LEFTOVER, TAIL_OK, TAIL_PAST_END, TAIL_PREFIX, Kernels, check_range,
-                       check_scan, check_size, field_window)
+from ._kernels import (DATA_HEAD_SIZE, FRAME_DATA, FRAME_DTYPE, HEAD_DTYPE, KIND_BOOL, KIND_SIGNED,
+                       KIND_SIZE_MASK, SCAN_CRC, SCAN_END, SCAN_FULL, SCAN_PAST_END, TAIL_LEFTOVER, TAIL_OK,
+                       TAIL_PAST_END, TAIL_PREFIX, Kernels, check_range, check_scan, check_size, field_window)
 
 POLY = 0x82F63B78  # CRC-32C (Castagnoli), reflected; logb.crc.POLY, the firmware is generated from it
 _U64 = np.uint64
 _U32 = struct.Struct("<I")
 _FRAME_HEADER = struct.Struct("<IBBH")  # framing.FRAME_HEADER (framing imports the backend)
+_DATA_HEAD = struct.Struct("<8sIIBBHQ")  # frames.DATA_HEADER
+_NO_HEAD = (0, bytes(8), 0, 0, 0, 0, 0, 0)
 
 
 def _make_table():
@@ -206,7 +208,15 @@ class PyKernels(Kernels):
 
     # ---------------------------------------------------------------- scan
     def _scan_frames(self, buf, pos, base, cap):
-        rows = []
+        rows, _heads, pos, status = self._walk(buf, pos, base, cap, False)
+        return np.array(rows, FRAME_DTYPE), pos, status
+
+    def _scan_data_frames(self, buf, pos, base, cap):
+        rows, heads, pos, status = self._walk(buf, pos, base, cap, True)
+        return np.array(rows, FRAME_DTYPE), np.array(heads, HEAD_DTYPE), pos, status
+
+    def _walk(self, buf, pos, base, cap, want_heads):
+        rows, heads = [], []
         status = SCAN_END
         crc = self.crc32c
         with memoryview(buf) as mv:
@@ -225,5 +235,11 @@ class PyKernels(Kernels):
                     status = SCAN_CRC
                     break
                 rows.append((base + pos, plen, sid, ftype, flags))
+                if want_heads:
+                    if ftype == FRAME_DATA and plen >= DATA_HEAD_SIZE:
+                        axis, count, run_id, codec, filt, reserved, raw_size = _DATA_HEAD.unpack_from(mv, pos + 8)
+                        heads.append((raw_size, axis, count, run_id, codec, filt, reserved, 1))
+                    else:
+                        heads.append(_NO_HEAD)
                 pos = end
-        return np.array(rows, FRAME_DTYPE), pos, status
+        return rows, heads, pos, status

@@ -29,7 +29,8 @@ from .errors import (
 )
 from .limits import Budget
 from .frames import Attach, DataHeader, End, Index, Meta, Run, Sync, pack_axis
-from .scan import Report, check_header, iter_frames, iter_source_frames
+from .framing import FRAME_HEADER_SIZE, FRAME_OVERHEAD
+from .scan import FrameRef, Report, check_header, iter_frames, iter_source_frames
 from .schema import Schema, partial_identity
 from .seal import end_problems, index_problem
 from .segments import Segment, resolve_sessions
@@ -85,6 +86,8 @@ class _Binding:
 
 _LOST_KEYS = {LOST_CONTROLLER, LOST_BUFFER, LOST_INVALID}
 _DATA = int(FrameType.DATA)
+_new = object.__new__
+_HEADER_PROBLEMS_HELD = 1024
 
 
 class Stream:
@@ -358,18 +361,17 @@ class LogbFile(SourceReader):
         self._run_state = {}
         self._schema_cache = {}  # SCHEMA payload -> (schema | None, uuid, name, error)
         self._index_axes = {}  # DATA offset -> first_axis an INDEX claims (checked on decode)
+        self._header_problems = {}  # (id(schema), codec, filter, count, raw_size, payload_len) -> header_problem
         self.strict = strict
         self._on_data = on_data
         breaks = None
-        for fr, payload in self._scan(recover, strict):
+        for run, view, base in self._scan(recover, strict):
             # damage the scanner resumed past inside the segment keeps it (SPEC §10.3, G17)
             if self.report.segment_breaks != breaks:
                 if breaks is not None:
                     self._close_segment()
                 breaks = self.report.segment_breaks
-            self._frame(fr, payload)
-            if progress is not None:
-                progress(fr.end)
+            self._frames_run(run, view, base, progress)
         self.sessions = resolve_sessions(self.segments, [off for off, _end in self.ends], self._note)
         self._check_index_and_end()
 
@@ -379,17 +381,35 @@ class LogbFile(SourceReader):
         return self._held if self._held is not None else self.source.buf
 
     def _scan(self, recover, strict):
-        """(FrameRef, a view of its payload) for every CRC-valid frame, damage
-        recorded in the report: in place in the held input, else by window."""
+        """(scan.Run, a view of the bytes it lies in, the view's offset) for
+        every run of CRC-valid frames, damage recorded in the report: in place
+        in the held input, else by window."""
         if self._held is None:
-            yield from iter_source_frames(self.source, self.report, recover, strict)
+            yield from iter_source_frames(self.source, self.report, recover, strict, runs=True)
             return
         start = check_header(self._held, self.report, recover)
         if start is None:
             return
         with memoryview(self._held) as view:  # payloads are parsed in place, not copied out
-            for fr in iter_frames(self._held, self.report, start, strict):
-                yield fr, view[fr.payload_offset : fr.end - 4]
+            for run in iter_frames(self._held, self.report, start, strict, runs=True):
+                yield run, view, 0
+
+    def _frames_run(self, run, view, base, progress):
+        """Every frame of a run, in order: a DATA frame inside a segment from
+        the header the scan kernel parsed (the hot path), any other through _frame."""
+        on_data = self._on_data
+        for (offset, plen, sid, ftype, flags), head in zip(run.rows, run.heads):
+            i = offset - base + FRAME_HEADER_SIZE
+            if ftype == _DATA and self._cur is not None and sid and head[7]:
+                # DataHeader(...) without the frozen __init__'s guarded setattrs
+                header = _new(DataHeader)
+                header.__dict__.update(axis_base_raw=head[1], record_count=head[2], run_id=head[3], codec=head[4],
+                                       filter=head[5], raw_size=head[0])
+                self._data(offset, sid, plen, header, view[i : i + plen] if on_data is not None else None)
+            else:
+                self._frame(FrameRef(offset, ftype, flags, sid, plen), view[i : i + plen])
+            if progress is not None:
+                progress(offset + FRAME_OVERHEAD + plen)
 
     def _stored(self, start, end):
         """The stored bytes of a DATA frame: a view of the held input, or one read."""
@@ -473,7 +493,7 @@ class LogbFile(SourceReader):
             except MalformedPayloadError as exc:
                 self._data_malformed(fr, exc)
                 return
-            self._data(fr, header, payload)
+            self._data(fr.offset, fr.stream_id, fr.payload_len, header, payload)
             return
         rule = FRAME_RULES.get(t)
         if rule is None:
@@ -622,34 +642,45 @@ class LogbFile(SourceReader):
             self._note(fr.offset, "duplicate-key", f"RUN {run.run_id}: repeated parameter key; the last wins")
         self._cur.runs.append((fr.offset, run))
 
-    def _data_binding(self, fr):
+    def _data_binding(self, offset, sid):
         """The binding a DATA frame's stream_id names in this segment, or None (noted)."""
         self._cur.data_seen = True
-        b = self._bindings.get(fr.stream_id)
+        b = self._bindings.get(sid)
         if b is None:
-            self._note(fr.offset, "unbound",
-                       f"DATA for stream_id {fr.stream_id}, which no SCHEMA in this segment binds")
+            self._note(offset, "unbound", f"DATA for stream_id {sid}, which no SCHEMA in this segment binds")
         return b
 
     def _data_malformed(self, fr, exc):
-        b = self._data_binding(fr)
+        b = self._data_binding(fr.offset, fr.stream_id)
         if b is not None and b.stream is not None:
             b.stream.reject(fr.offset, 0, str(exc))
 
-    def _data(self, fr, header, payload=None):
-        b = self._data_binding(fr)
+    def _data_rule(self, fr, header):
+        self._data(fr.offset, fr.stream_id, fr.payload_len, header, None)
+
+    def _data(self, offset, sid, payload_len, header, payload):
+        """An accepted DATA frame's FrameLoc, or its rejection; `payload` (a view,
+        or None when on_data is not asked for) goes to on_data."""
+        b = self._data_binding(offset, sid)
         if b is None:
             return
-        offset, stream = fr.offset, b.stream
+        stream = b.stream
         self._data_offsets[offset] = (stream, header)
         if b.status != "ok":
             if stream is not None:
                 stream.reject(offset, header.record_count, b.reason)
             else:
-                self._note(offset, "rejected", f"DATA for stream_id {fr.stream_id}: {b.reason}")
+                self._note(offset, "rejected", f"DATA for stream_id {sid}: {b.reason}")
             return
         schema = stream.schema
-        reason = header_problem(schema, header, fr.payload_len) or self._budget.charge(schema, header)
+        # what header_problem says depends on these alone, and a file repeats them frame after frame
+        key = (id(schema), header.codec, header.filter, header.record_count, header.raw_size, payload_len)
+        reason = self._header_problems.get(key, False)
+        if reason is False:
+            if len(self._header_problems) >= _HEADER_PROBLEMS_HELD:  # hostile headers all differ: stay bounded
+                self._header_problems.clear()
+            reason = self._header_problems[key] = header_problem(schema, header, payload_len)
+        reason = reason or self._budget.charge(schema, header)
         if reason:
             if self.strict:
                 raise {"codec": UnsupportedCodecError, "filter": UnsupportedFilterError}.get(
@@ -657,16 +688,16 @@ class LogbFile(SourceReader):
             stream.reject(offset, header.record_count, reason)
             return
         segment, run_id = len(self.segments) - 1, header.run_id
-        state = self._run_state.get((segment, fr.stream_id))  # [the last run_id, the runs closed before it]
+        state = self._run_state.get((segment, sid))  # [the last run_id, the runs closed before it]
         if state is None:
-            self._run_state[segment, fr.stream_id] = [run_id, set()]
+            self._run_state[segment, sid] = [run_id, set()]
         elif run_id != state[0]:
             if run_id in state[1]:
                 self._note(offset, "run-order",
                            f"stream {stream.name!r}: run {run_id} reappears after another run in one segment")
             state[1].add(state[0])
             state[0] = run_id
-        fl = FrameLoc(offset, fr.payload_len, header, segment)
+        fl = FrameLoc(offset, payload_len, header, segment)
         stream._frames.append(fl)  # nothing is dropped while scanning
         if self._on_data is not None:
             self._on_data(stream, fl, payload)
@@ -727,7 +758,7 @@ FRAME_RULES = {
     FrameType.ATTACH: FrameRule(Attach.decode, LogbFile._attach),
     FrameType.RUN: FrameRule(Run.decode, LogbFile._run),
     # DATA: the 28-byte header only; the records are decoded when asked for
-    FrameType.DATA: FrameRule(DataHeader.decode, LogbFile._data, malformed=LogbFile._data_malformed),
+    FrameType.DATA: FrameRule(DataHeader.decode, LogbFile._data_rule, malformed=LogbFile._data_malformed),
     FrameType.INDEX: FrameRule(Index.decode, LogbFile._index, in_segment=False),
     FrameType.END: FrameRule(End.decode, LogbFile._end, in_segment=False),
     FrameType.SIGN: FrameRule(None, LogbFile._reserved, in_segment=False),

@@ -81,6 +81,8 @@ _FILE_SCOPE = frozenset({FrameType.ATTACH, FrameType.RUN, FrameType.INDEX, Frame
 _BOUND_SCOPE = frozenset({FrameType.DATA, FrameType.META})
 # The frame types that open or close a segment or bind a stream_id (FrameScanner._follow).
 _FOLLOWED = frozenset({FrameType.SYNC, FrameType.SCHEMA, FrameType.END})
+_FOLLOW = np.zeros(256, bool)
+_FOLLOW[list(_FOLLOWED)] = True
 # Frame types a search candidate can have: the byte-at-a-time filter.
 _CANDIDATE_TYPE = np.zeros(256, bool)
 _CANDIDATE_TYPE[[FrameType.SYNC, FrameType.SCHEMA, *_FILE_SCOPE, *_BOUND_SCOPE]] = True
@@ -168,6 +170,18 @@ class FrameRef:
 
 
 _new = object.__new__
+
+
+class Run:
+    """A run of CRC-valid frames as the scan kernel listed them (`runs=True`):
+    `rows` (offset, payload_len, stream_id, type, flags) and, row for row,
+    `heads`, the DATA header the kernel parsed (HEAD_DTYPE's fields, `present`
+    0 when the frame is no DATA frame or too short to hold one)."""
+
+    __slots__ = ("rows", "heads")
+
+    def __init__(self, rows, heads):
+        self.rows, self.heads = rows, heads
 
 
 @dataclass(frozen=True)
@@ -334,9 +348,10 @@ class FrameScanner:
         return min(self.pos, size)
 
     # ------------------------------------------------------------ the walk
-    def _scan(self, buf, base, final):
+    def _scan(self, buf, base, final, runs=False):
         """Events for the window buf = input[base : base + len(buf)]; `final`:
-        the input ends there. Returns where a decision needs later bytes."""
+        the input ends there; `runs`: frames come as a Run per kernel call,
+        not one FrameRef each."""
         size = base + len(buf)
         if self._want_header:
             if not final and len(buf) < FILE_HEADER_SIZE and _may_be_header(buf, 0):
@@ -356,6 +371,17 @@ class FrameScanner:
                     return
             pos = self.pos
             while True:  # the hot path: runs of CRC-valid frames, walked by the kernel (scan.c)
+                if runs:
+                    table, heads, stop, status = _backend.active.scan_data_frames(buf, pos - base, base)
+                    if len(table):
+                        for k in np.flatnonzero(_FOLLOW[table["type"]]).tolist():
+                            offset, plen, sid, ftype, _flags = table[k].tolist()
+                            self._follow(buf, offset - base, ftype, sid, plen)
+                        yield Run(table.tolist(), heads.tolist())
+                    pos = base + stop
+                    if status != SCAN_FULL:
+                        break
+                    continue
                 table, stop, status = _backend.active.scan_frames(buf, pos - base, base)
                 for offset, plen, sid, ftype, flags in table.tolist():
                     if ftype in _FOLLOWED:
@@ -594,12 +620,16 @@ def check_header(buf, report, recover=False):
     return scanner.pos
 
 
-def iter_frames(buf, report, start, strict=False):
-    """Yield every CRC-valid frame from `start`, recording damage in `report`."""
+def iter_frames(buf, report, start, strict=False, runs=False):
+    """Yield every CRC-valid frame from `start` (`runs`: every Run of them),
+    recording damage in `report`."""
     scanner = FrameScanner(start, header=False, strict=strict)
-    for event in scanner.scan(buf):
+    for event in scanner._scan(buf, 0, True, runs):
         if type(event) is FrameRef:
             report.frames += 1
+            yield event
+        elif type(event) is Run:
+            report.frames += len(event.rows)
             yield event
         else:
             report.record(event)
@@ -612,13 +642,14 @@ def iter_frames(buf, report, start, strict=False):
 SOURCE_WINDOW = 1 << 20
 
 
-def iter_source_frames(source, report, recover=False, strict=False, window=None):
+def iter_source_frames(source, report, recover=False, strict=False, window=None, runs=False):
     """check_header then iter_frames over a logb.source.Source read a window
     at a time (source.readinto_at): bounded memory for a file of any size.
     Yields (FrameRef, a view of its payload, valid until the next frame is
-    asked for) and records damage in `report` (with its header). The same
-    events as the whole-buffer walk, except that a frame longer than
-    MAX_HELD_PAYLOAD is not waited for (damage, as when fed; SPEC §10.3)."""
+    asked for) — `runs`: (Run, a view of the window, the window's offset) —
+    and records damage in `report` (with its header). The same events as the
+    whole-buffer walk, except that a frame longer than MAX_HELD_PAYLOAD is
+    not waited for (damage, as when fed; SPEC §10.3)."""
     scanner = FrameScanner(0, recover=recover, strict=strict)
     window = window or SOURCE_WINDOW
     size = source.size
@@ -634,11 +665,14 @@ def iter_source_frames(source, report, recover=False, strict=False, window=None)
         if kept + got < len(buf):
             buf = buf[: kept + got]  # a last, shorter window (a copy, once)
         with memoryview(buf) as view:
-            for event in scanner._scan(buf, base, final):
+            for event in scanner._scan(buf, base, final, runs):
                 if type(event) is FrameRef:
                     report.frames += 1
                     i = event.offset - base + FRAME_HEADER_SIZE
                     yield event, view[i : i + event.payload_len]
+                elif type(event) is Run:
+                    report.frames += len(event.rows)
+                    yield event, view, base
                 else:
                     report.record(event)
         if final:

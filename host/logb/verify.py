@@ -22,6 +22,7 @@ a Checker (or when the file shrank after the scan) the frames are read again.
 import dataclasses
 import functools
 import os
+import struct
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -33,6 +34,7 @@ from .errors import LogbError, MalformedPayloadError
 from .frames import DATA_HEADER_SIZE, pack_axis
 from .tables import AxisMode, ByteOrder, Codec, DataType, Filter
 
+_I64 = struct.Struct("<q")  # a time axis_base (SPEC §8.1)
 # Frames per task: enough that a task's overhead is small against its frames.
 _CHUNK = 16
 
@@ -56,23 +58,34 @@ class _Plan:
 
     def __init__(self, schema):
         self.schema = schema
+        self.is_time = schema.is_time
+        self.implicit = schema.is_time and schema.axis_mode == AxisMode.implicit
+        self.record_size = schema.record_size
         # nothing but the axis can reject a record of a stored-as-is frame (header_problem matched its sizes)
         self.plain = not schema.variable_fields and all(f.data_type != DataType.string for f in schema.fields)
-        self.offsets = None  # explicit time axis of an integer field: every axis offset from the base it can give
-        self.axis_int = None  # ... and that field, its first value read as a Python int
+        self.bases = None  # explicit time axis of an integer field: the axis bases no record can overflow from
+        self.axis_int = None  # ... and that field's window, its first value read as a Python int (_int_field)
         if schema.is_time and schema.axis_mode != AxisMode.implicit:
             f = schema.fields[schema.axis_field]
             bounds = _field_bounds(f)
             if bounds is not None:
-                self.offsets = tuple(b * schema.axis_scale for b in bounds)
-                self.axis_int = f if f.bit_width else None
+                offsets = [b * schema.axis_scale for b in bounds]
+                self.bases = I64_MIN - min(offsets), I64_MAX - max(offsets)
+                if f.bit_width:
+                    big = f.byte_order == ByteOrder.big
+                    self.axis_int = (*field_window(f.bit_offset, f.bit_width, big), "big" if big else "little",
+                                     f.bit_width, f.data_type == DataType.sint)
 
     def axis_proved(self, header):
         """True when no record of the frame can put the time axis out of i64 range."""
-        if self.offsets is None:
+        if self.bases is None:
             return False
-        base = header.axis_base(True)
-        return all(I64_MIN <= base + o <= I64_MAX for o in self.offsets)
+        return self.bases[0] <= _I64.unpack(header.axis_base_raw)[0] <= self.bases[1]
+
+    def header_only(self, header):
+        """True when nothing but the header can reject the frame (it is not decoded)."""
+        return (self.plain and header.codec == Codec.none and header.filter == Filter.none
+                and (self.implicit or not self.is_time or self.axis_proved(header)))
 
 
 def check_frame(plan, header, read, lazy=True, want_first=True):
@@ -83,14 +96,13 @@ def check_frame(plan, header, read, lazy=True, want_first=True):
     is read but that record."""
     schema = plan.schema
     n = header.record_count
-    implicit = schema.is_time and schema.axis_mode == AxisMode.implicit
+    implicit = plan.implicit
     want_first = want_first and n > 0
     try:
-        if (lazy and plan.plain and header.codec == Codec.none and header.filter == Filter.none
-                and (implicit or not schema.is_time or plan.axis_proved(header))):
+        if lazy and plan.header_only(header):
             if implicit and n:
                 _implicit_range(schema, header)
-            return None, bytes(read(schema.record_size)) if want_first else None
+            return None, bytes(read(plan.record_size)) if want_first else None
         data, fixed = _region(schema, header, read(None))
         if schema.variable_fields:
             _walk_tails(schema, data, n * schema.record_size, n)  # also UTF-8 of variable strings
@@ -113,13 +125,13 @@ def _implicit_range(schema, header):
     check_range(base, base + (header.record_count - 1) * schema.axis_step)
 
 
-def _int_field(record, f):
-    """An integer field's value in one record (bytes), as fields.extract reads it (SPEC §6.2)."""
-    big = f.byte_order == ByteOrder.big
-    b0, k, shift = field_window(f.bit_offset, f.bit_width, big)
-    v = int.from_bytes(record[b0 : b0 + k], "big" if big else "little") >> shift & (1 << f.bit_width) - 1
-    if f.data_type == DataType.sint and v >> (f.bit_width - 1):
-        v -= 1 << f.bit_width
+def _int_field(record, window):
+    """An integer field's value in one record (bytes), as fields.extract reads it (SPEC §6.2);
+    `window`: _Plan.axis_int."""
+    b0, k, shift, order, width, signed = window
+    v = int.from_bytes(record[b0 : b0 + k], order) >> shift & (1 << width) - 1
+    if signed and v >> (width - 1):
+        v -= 1 << width
     return v
 
 
@@ -180,7 +192,12 @@ class Checker:
     def __call__(self, stream, fl, payload):
         if payload is None:
             return  # no bytes to check: verify reads the frame
-        plan, header = self.plan(stream), fl.header
+        plan, header = self._plans.get(id(stream)) or self.plan(stream), fl.header
+        if not plan.implicit and plan.header_only(header):  # the hot path: check_frame's first case, inlined
+            n = plan.record_size
+            self._outcomes[fl.offset] = None, payload[DATA_HEADER_SIZE : DATA_HEADER_SIZE + n].tobytes() \
+                if header.record_count else None
+            return
         stored = payload[DATA_HEADER_SIZE:]
         if self._pool is None or header.codec == Codec.none:
             self._outcomes[fl.offset] = check_frame(plan, header, _slicer(stored))
