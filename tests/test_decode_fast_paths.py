@@ -48,17 +48,25 @@ def test_extract_many_is_extract_per_field(case, n, wide, planar):
         records[:] = ord("a")  # valid UTF-8 wherever a string field falls
     if planar:  # a transposed frame's rows read in place
         records = np.ascontiguousarray(records.T).T
-    got = fields.extract_many(records, fs, wide=wide)
-    assert len(got) == len(fs)
-    for f, col in zip(fs, got):
-        want = fields.extract(records, f, wide=wide)
-        assert col.dtype == want.dtype and col.shape == want.shape
-        assert np.array_equal(col, want, equal_nan=col.dtype.kind == "f"), f
+    plan = fields.plan_many(fs, wide)
+    wider = np.concatenate([records, np.zeros((n, 3), np.uint8)], axis=1)  # one plan, records of another size
+    for recs, got in ((records, fields.extract_many(records, fs, wide=wide)),
+                      (records, fields.extract_many(records, plan)), (wider, fields.extract_many(wider, plan))):
+        assert len(got) == len(fs)
+        for f, col in zip(fs, got):
+            want = fields.extract(recs, f, wide=wide)
+            assert col.dtype == want.dtype and col.shape == want.shape
+            assert np.array_equal(col, want, equal_nan=col.dtype.kind == "f"), f
 
 
 def test_extract_many_rejects_a_field_past_the_record():
+    f = Field("x", 16, 8, DataType.uint)
+    plan = fields.plan_many([f])
+    assert fields.extract_many(np.full((2, 3), 7, np.uint8), plan)[0].tolist() == [7, 7]
     with pytest.raises(ValueError):
-        fields.extract_many(np.zeros((3, 2), np.uint8), [Field("x", 16, 8, DataType.uint)])
+        fields.extract_many(np.zeros((3, 2), np.uint8), plan)
+    with pytest.raises(TypeError):
+        fields.extract_many(np.zeros(3, np.uint8), [f])
 
 
 def _generic_text(conv, raw):

@@ -132,36 +132,52 @@ def extract(records, field, out=None, wide=False):
     raise InvalidDataError(f"cannot extract data_type {dt}")
 
 
-_PLANS = {}  # (record size, specs) -> FieldPlan: the checks done once for a message's signals
-_PLAN_CACHE = 1024
+class ManyPlan:
+    """extract_many's work for a list of fields, done once (plan_many): each field's column
+    (dtype, extra shape) and whether the field kernels fill it, and the kernel's checked
+    FieldPlan per record size."""
+
+    __slots__ = ("fields", "wide", "columns", "specs", "kernels")
+
+    def __init__(self, fields, wide=False):
+        self.fields, self.wide = tuple(fields), wide
+        self.columns, self.specs, self.kernels = [], [], {}
+        for f in self.fields:
+            spec = kernel_spec(f, wide)
+            self.columns.append((spec is not None, *column_dtype(f, wide)))
+            if spec is not None:
+                self.specs.append((*spec, 0))
+
+    def kernel(self, size):
+        plan = self.kernels.get(size)
+        if plan is None:  # the size checks every planned field against the record
+            plan = self.kernels[size] = _backend.active.plan(size, self.specs)
+        return plan
+
+
+def plan_many(fields, wide=False):
+    """A ManyPlan of `fields` for extract_many (reusable for any records that hold them)."""
+    return ManyPlan(fields, wide)
 
 
 def extract_many(records, fields, wide=False):
     """[extract(records, f, wide=wide) for f in fields], with the fields the field
     kernels take (kernel_spec) filled by one extract_many call: one pass of Python
-    checks for all of them (a CAN message's signals), the others one by one."""
+    checks for all of them (a CAN message's signals), the others one by one.
+    `fields` may be a ManyPlan (plan_many), which then says `wide`."""
+    plan = fields if isinstance(fields, ManyPlan) else ManyPlan(fields, wide)
+    records = _backend.active.records(records)
     n = records.shape[0]
-    cols, specs, items = [], [], []
-    for f in fields:
-        spec = kernel_spec(f, wide)
-        col = view = None
-        if spec is not None:
-            col = new_column(f, n, wide=wide)
-            view = as_items(col)
-        if view is None:
-            col = extract(records, f, wide=wide)
+    cols, items = [], []
+    for f, (planned, dtype, extra) in zip(plan.fields, plan.columns):
+        if planned:
+            col = np.empty((n, *extra), dtype)
+            items.append(as_items(col))  # a new bytes column of 1, 2, 4 or 8: always one item per row
         else:
-            specs.append((*spec, 0))
-            items.append(view)
+            col = extract(records, f, wide=plan.wide)
         cols.append(col)
     if items:
-        key = (records.shape[1], tuple(specs))
-        plan = _PLANS.get(key)
-        if plan is None:
-            if len(_PLANS) >= _PLAN_CACHE:
-                _PLANS.clear()
-            plan = _PLANS[key] = _backend.active.plan(records.shape[1], specs)
-        _backend.active.extract_many(records, plan, items)
+        _backend.active.extract_many(records, plan.kernel(records.shape[1]), items)
     return cols
 
 

@@ -266,24 +266,25 @@ def signal_columns(sig, raw):
     return phys, text
 
 
-_PAYLOAD_SIGNALS = {}  # id(schema) -> (schema, [(SignalField, payload field, last byte)]); the schema keeps its id
+_PAYLOAD_SIGNALS = {}  # id(schema) -> (schema, signals, ManyPlan); the schema keeps its id its own
 _PAYLOAD_CACHE = 1024
 
 
 def _payload_signals(schema):
-    """The signals of a per-message schema, each with its payload-relative field and the
-    last payload byte it needs, built once per schema."""
+    """The signals of a per-message schema, each (SignalField, the last payload byte it
+    needs), and the plan that extracts them all from payloads; built once per schema."""
     hit = _PAYLOAD_SIGNALS.get(id(schema))
     if hit is not None and hit[0] is schema:
-        return hit[1]
-    out = []
+        return hit[1], hit[2]
+    sigs, pfs = [], []
     for sig in signals_of(schema):
         pf = sig.payload_field
-        out.append((sig, pf, (pf.bit_offset + pf.bit_width - 1) // 8))
+        sigs.append((sig, (pf.bit_offset + pf.bit_width - 1) // 8))
+        pfs.append(pf)
     if len(_PAYLOAD_SIGNALS) >= _PAYLOAD_CACHE:
         _PAYLOAD_SIGNALS.clear()
-    _PAYLOAD_SIGNALS[id(schema)] = (schema, out)
-    return out
+    _PAYLOAD_SIGNALS[id(schema)] = hit = (schema, sigs, bits.plan_many(pfs))
+    return hit[1], hit[2]
 
 
 def decode_payloads(schema, payloads, signals=None, message=None, missing=None):
@@ -298,9 +299,12 @@ def decode_payloads(schema, payloads, signals=None, message=None, missing=None):
     present = None  # bytes each frame carried, only when some frame is short
     if missing is not None and len(missing) and np.any(missing):
         present = n_payload - np.asarray(missing, np.int64)
-    chosen = [s for s in _payload_signals(schema) if _wanted(s[0].name, message, signals)]
+    sigs, plan = _payload_signals(schema)
+    if signals is not None:
+        keep = [i for i, (sig, _) in enumerate(sigs) if _wanted(sig.name, message, signals)]
+        sigs, plan = [sigs[i] for i in keep], bits.plan_many([plan.fields[i] for i in keep])
     raw, phys, text, units = {}, {}, {}, {}
-    for (sig, _pf, last), col in zip(chosen, bits.extract_many(payloads, [pf for _, pf, _ in chosen])):
+    for (sig, last), col in zip(sigs, bits.extract_many(payloads, plan)):
         p, t = signal_columns(sig, col)
         if present is not None:
             gone = present <= last  # its last byte was not on the bus
