@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import logb
 from logb import fields
 from logb.can import decode as D
 from logb.can import layout
@@ -127,3 +128,38 @@ def test_frame_keys_of_signed_and_wide_ids():
     assert D.frame_keys(ids).tolist() == [0x9FFFFFFF, 0x7FF, 0x9FFFFFFF]
     assert D.frame_keys(ids.astype(np.uint64), np.array([0, 1, 0], np.int64)).tolist() == \
         [0x9FFFFFFF, 0x800007FF, 0x9FFFFFFF]
+
+
+def _raw_recording(path, text, n=400):
+    """A raw bus stream and `text` attached (no per-message streams)."""
+    from _can_fixtures import random_frames
+
+    from logb.can.dbc import MEDIA_TYPE, compile_dbc
+    from logb.can.record import CanRecorder
+
+    rng = np.random.default_rng(n)
+    ids, flags, data = random_frames(rng, n)
+    with logb.Writer(str(path), time_base="relative") as w:
+        with CanRecorder(w, None) as rec:
+            rec.add(np.arange(n) * 1000, ids, flags, np.full(n, 8, np.uint8), data)
+        w.attach("bus.dbc", MEDIA_TYPE, compile_dbc(text).attachment_bytes())
+
+
+def test_an_attached_dbc_is_compiled_once_per_bytes_and_bus(tmp_path):
+    from _can_fixtures import dbc
+
+    text = dbc()
+    assert D.attached_dbc(text.encode(), "can0") is D.attached_dbc(memoryview(text.encode()), "can0")
+    assert D.attached_dbc(text.encode(), "can1") is not D.attached_dbc(text.encode(), "can0")
+    other = dbc('CM_ SG_ 256 Speed "engine speed";\n')
+    assert D.attached_dbc(other.encode(), "can0") is not D.attached_dbc(text.encode(), "can0")
+    # decoding with the kept CompiledDbc gives what a fresh compile gives
+    path = tmp_path / "raw.logb"
+    _raw_recording(path, text)
+    with logb.LogbFile(str(path)) as f:
+        kept = D.decode_file(f, source="raw")
+        fresh = D.decode_file(f, dbc=text)
+    assert [d.stream for d in kept] == [d.stream for d in fresh] and kept
+    for a, b in zip(kept, fresh):
+        assert np.array_equal(a.axis, b.axis) and np.array_equal(a.rows, b.rows)
+        assert a.raw.keys() == b.raw.keys() and all(np.array_equal(a.raw[k], b.raw[k]) for k in a.raw)

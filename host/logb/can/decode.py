@@ -36,6 +36,7 @@ lacks the signal, `text` is None there), as cantools' `allow_truncated=True`
 leaves those signals out; `Decoded.short` counts such frames.
 """
 
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -460,6 +461,18 @@ def embedded_dbc(f, stream=None):
     return dbcs[-1].data()
 
 
+def attached_dbc(data, bus):
+    """compile_dbc of an attached DBC's bytes for a bus, the last few kept by their bytes:
+    files of one fleet carry the same DBC, and parsing one costs milliseconds (the lake's
+    units keep theirs alike). The CompiledDbc is shared: never change it."""
+    return _compile_attached(bytes(data), bus)
+
+
+@functools.lru_cache(maxsize=4)
+def _compile_attached(data, bus):
+    return compile_dbc(data, bus=bus)
+
+
 def decode_file(f, dbc=None, messages=None, signals=None, window=None, source="auto"):
     """Decode a LogbFile's CAN signals.
 
@@ -519,7 +532,7 @@ def _decode(f, dbc, messages, signals, window, source, records):
             if text is None:
                 raise NothingToDecodeError(f"raw bus stream {s.name!r}: no DBC given and none attached to the file; "
                                            f"give one with --dbc FILE.dbc")
-            compiled = compile_dbc(text, bus=s.name)
+            compiled = compile_dbc(text, bus=s.name) if dbc is not None else attached_dbc(text, s.name)
         yield from bus_batches(f, g, compiled, messages, signals, window, records)
 
 
