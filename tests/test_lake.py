@@ -583,3 +583,27 @@ def test_a_source_failing_midway_leaves_no_row_in_the_parts_it_shared(fleet, tmp
     monkeypatch.undo()
     assert_lake_is(lake, [f for f in files if f != victim])
     assert victim not in by_source(lake_tables(lake))
+
+
+def test_copies_in_one_run_shorter_files_and_shared_sessions(fleet, tmp_path, capsys):
+    a, b = (ff.path for ff in fleet.of_kind("clean")[:2])
+    up = tmp_path / "up"
+    up.mkdir()
+    for name in ("a.logb", "copy-of-a.logb"):
+        shutil.copy(a, up / name)
+    lake = str(tmp_path / "lake")
+    s = ingest([str(up)], lake)
+    assert s.sources == 1 and s.duplicates == [(str(up / "copy-of-a.logb"), str(up / "a.logb"))]
+    # a recording pulled again, shorter: nothing new, nothing twice
+    whole = (up / "a.logb").read_bytes()
+    (up / "a.logb").write_bytes(whole[: len(whole) - 100])
+    os.utime(up / "a.logb", ns=(1, 1))
+    rows = lake_rows(lake)
+    s = ingest([str(up / "a.logb")], lake)
+    assert s.sources == 0 and "shorter than" in s.problems[0][1] and lake_rows(lake) == rows
+    # a file holding a's session again is its own source, and info says so
+    (up / "a.logb").write_bytes(whole)
+    (up / "cat.logb").write_bytes(whole + b.read_bytes()[16:])
+    ingest([str(up / "cat.logb")], lake)
+    assert main(["lake", "info", lake]) == 0
+    assert "is in 2 sources" in capsys.readouterr().out

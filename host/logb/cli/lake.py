@@ -154,6 +154,9 @@ def _info(lake, args, out):
               file=out)
     for path, what in info.problems:
         print(f"  problem: {path}: {what}", file=out)
+    for session, paths in sorted(info.shared_sessions.items()):
+        print(f"  session {session} is in {len(paths)} sources (its rows are in the lake once per source): "
+              f"{', '.join(paths)}", file=out)
     return EXIT_OK
 
 

@@ -17,6 +17,7 @@ class Info:
     devices: dict = field(default_factory=dict)  # device -> rows
     sources: int = 0
     problems: list = field(default_factory=list)  # (path, what)
+    shared_sessions: dict = field(default_factory=dict)  # session -> its sources, when more than one
     pending: int = 0  # unfinished ingests the next run redoes
     compactions: int = 0  # unfinished compactions the next run finishes
 
@@ -29,6 +30,12 @@ def lake_info(lake):
 
     man = Manifest(lake)
     out = Info(lake, sources=len(man.sources), pending=len(man.pending), compactions=len(man.compactions))
+    seen = {}
+    for s in man.sources.values():
+        for session in s.sessions:
+            seen.setdefault(session, []).append(s.path)
+    # a writer session in two sources is in the lake twice (`logb cat a b > c`, then all three)
+    out.shared_sessions = {k: sorted(v) for k, v in seen.items() if len(v) > 1}
     for s in man.sources.values():
         rep = s.report or {}
         if rep.get("error"):

@@ -19,7 +19,7 @@ import os
 import time
 from dataclasses import dataclass, field
 
-from ..errors import UsageError
+from ..errors import LogbError, UsageError
 from . import engine, parts, units
 from .units import DbcRule
 from .manifest import Manifest, SourceState
@@ -127,6 +127,7 @@ def _plan(man, candidates, summary):
     from ..can import formats
 
     jobs = []
+    planned = {}  # (size, fingerprint) -> the candidate this run reads: a copy given twice is read once
     for cand in candidates:
         state = man.by_path(cand.path)
         if state is not None and state.size == cand.size and state.mtime_ns == cand.mtime_ns:
@@ -153,15 +154,33 @@ def _plan(man, candidates, summary):
                     continue
                 jobs.append(_Job(cand, state.id, kind, state.ingested_to, state, fp))
                 continue
-        same = man.by_identity(cand.size, fp)
+            if cand.size < state.size and kind == "logb" and _same_sessions(cand.path, state):
+                # the recording as it was, cut shorter (pulled again, say): every row it has is in
+                summary.problems.append((cand.path, f"{cand.size} bytes, shorter than the {state.size} "
+                                                    f"ingested from it: its rows stay as ingested"))
+                continue
+        same = man.by_identity(cand.size, fp) or planned.get((cand.size, fp))
         if same is not None:
             summary.duplicates.append((cand.path, same.path))
             continue
+        planned[cand.size, fp] = cand
         sid = source_id(fp, cand.size)
         if sid in man.sources:  # a source replaced by a file that hashes as an older one did
             sid = source_id(fp + cand.path, cand.size)
         jobs.append(_Job(cand, sid, kind, 0, None, fp))
     return jobs
+
+
+def _same_sessions(path, state):
+    """Does a file hold only writer sessions (logb.session: 128 random bits) of `state`?"""
+    from ..reader import LogbFile
+
+    try:
+        with LogbFile(path) as f:
+            ids = [s.id for s in f.sessions]
+    except LogbError:
+        return False
+    return bool(ids) and all(i and i in state.sessions for i in ids)
 
 
 def _units(lake, plan, rules, records, range_bytes, bundle_bytes):

@@ -73,5 +73,5 @@ def fingerprint(path, size=None):
 
 
 def source_id(fp, size):
-    """A source's id, fixed at its first ingest (it names the parts made from it)."""
+    """A source's id, fixed at its first ingest (the manifest's key for it)."""
     return hashlib.blake2b(f"{fp}:{size}".encode(), digest_size=8).hexdigest()
