@@ -16,6 +16,7 @@ from logb import _backend, _kernels
 from logb.frames import DATA_HEADER
 from logb.framing import FILE_HEADER_SIZE
 from logb.scan import FrameRef, Report, Run, iter_frames, iter_source_frames
+from logb import source
 from logb.source import Source
 from test_recovery import build
 
@@ -160,14 +161,16 @@ def test_the_scanners_runs_are_its_frames(backend):
 
 @pytest.mark.parametrize("backend", ["c", "python"])
 @pytest.mark.parametrize("window", [64, 4096, None])
-def test_the_windowed_scanners_runs_are_its_frames(backend, window):
+@pytest.mark.parametrize("readahead", [False, True])
+def test_the_windowed_scanners_runs_are_its_frames(backend, window, readahead):
+    # read ahead, a window is a buffer of stale bytes, the last window's tail and a new chunk
     with _backend.using(backend):
         for data in _inputs():
             reports = Report(), Report()
             try:
                 by_run = [(tuple(row), bytes(view[row[0] - base + 8 : row[0] - base + 8 + row[1]]))
                           for run, view, base in iter_source_frames(Source(data), reports[0], recover=True,
-                                                                    window=window, runs=True)
+                                                                    window=window, runs=True, readahead=readahead)
                           for row in run.rows]
                 by_frame = [((fr.offset, fr.payload_len, fr.stream_id, fr.type, fr.flags), bytes(payload))
                             for fr, payload in iter_source_frames(Source(data), reports[1], recover=True,
@@ -178,3 +181,36 @@ def test_the_windowed_scanners_runs_are_its_frames(backend, window):
                 continue
             assert by_run == by_frame
             assert reports[0] == reports[1]
+
+
+@pytest.mark.parametrize("backend", ["c", "python"])
+def test_a_file_read_ahead_reads_as_one_read_in_step(backend, tmp_path, monkeypatch):
+    monkeypatch.setattr(source, "HOLD_MAX", 0)  # by window, as a file too large to hold is read
+    path = tmp_path / "f.logb"
+    with _backend.using(backend):
+        for window in (64, 1000, None):
+            monkeypatch.setattr(logb.scan, "SOURCE_WINDOW", window or 1 << 20)
+            for data in _inputs()[:12]:
+                path.write_bytes(data)
+                seen = []
+                for readahead in (False, True):
+                    try:
+                        with logb.LogbFile(path, recover=True, readahead=readahead) as f:
+                            seen.append(([n.as_json() for n in f.report.notes], [k.as_json() for k in f.report.skipped],
+                                         f.report.frames, sorted((s.uuid, s.records) for s in f.streams.values())))
+                    except logb.LogbError as exc:
+                        seen.append(type(exc).__name__)
+                assert seen[0] == seen[1]
+
+
+def test_a_read_error_ahead_is_raised_in_the_scan(tmp_path):
+    clean, _ = build(batches=8)
+
+    class Failing(Source):
+        def readinto_at(self, pos, view):
+            if pos > 1000:
+                raise OSError("the disk went away")
+            return super().readinto_at(pos, view)
+
+    with pytest.raises(OSError, match="went away"):
+        list(iter_source_frames(Failing(clean), Report(), window=256, readahead=True))

@@ -87,7 +87,11 @@ def test_damaged_files_verify_is_validate_on_any_thread_count():
                 assert _outcome(data, jobs, **kw) == want, (name, kw, jobs)
 
 
-def test_cli_verify_json_is_the_same_serial_and_parallel(tmp_path):
+@pytest.mark.parametrize("by_window", [False, True])
+def test_cli_verify_json_is_the_same_serial_and_parallel(tmp_path, monkeypatch, by_window):
+    if by_window:  # read a window at a time (ahead, on a thread, with --jobs > 1), as a large file is
+        monkeypatch.setattr(source, "HOLD_MAX", 0)
+        monkeypatch.setattr(logb.scan, "SOURCE_WINDOW", 700)
     for name, data in _damaged().items():
         path = tmp_path / "f.logb"
         path.write_bytes(data)

@@ -335,13 +335,15 @@ class LogbFile(SourceReader):
     `on_data(stream, FrameLoc, payload)` is called for each DATA frame the
     scan accepts, with a view of its payload valid only during the call
     (logb.verify checks frames while their bytes are in memory).
+    `readahead`: a file read by window is read on a thread a few windows
+    ahead of the scan (worth it with a core to spare).
 
     A file larger than source.HOLD_MAX is not held: the scan reads it by
     window and each DATA frame is read again when decoded (source.py), so
     memory is bounded by what is in use. `buf` is the whole input all the
     same, read (and then held) when asked for."""
 
-    def __init__(self, src, strict=False, recover=False, progress=None, on_data=None):
+    def __init__(self, src, strict=False, recover=False, progress=None, on_data=None, readahead=False):
         self.source = open_source(src)
         self._held = self.source.held  # the whole input, or None: read by window
         self.report = Report(size=self.source.size if self._held is None else len(self._held))
@@ -365,7 +367,7 @@ class LogbFile(SourceReader):
         self.strict = strict
         self._on_data = on_data
         breaks = None
-        for run, view, base in self._scan(recover, strict):
+        for run, view, base in self._scan(recover, strict, readahead):
             # damage the scanner resumed past inside the segment keeps it (SPEC §10.3, G17)
             if self.report.segment_breaks != breaks:
                 if breaks is not None:
@@ -380,12 +382,12 @@ class LogbFile(SourceReader):
         """The whole input (read now, and held, when the file was read by window)."""
         return self._held if self._held is not None else self.source.buf
 
-    def _scan(self, recover, strict):
+    def _scan(self, recover, strict, readahead=False):
         """(scan.Run, a view of the bytes it lies in, the view's offset) for
         every run of CRC-valid frames, damage recorded in the report: in place
         in the held input, else by window."""
         if self._held is None:
-            yield from iter_source_frames(self.source, self.report, recover, strict, runs=True)
+            yield from iter_source_frames(self.source, self.report, recover, strict, runs=True, readahead=readahead)
             return
         start = check_header(self._held, self.report, recover)
         if start is None:

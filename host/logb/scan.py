@@ -31,6 +31,8 @@ the whole input and no such limit for frames read in order; a resume
 candidate is held to `max_payload` in both modes, so both find the same.
 """
 
+import queue
+import threading
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -642,16 +644,38 @@ def iter_frames(buf, report, start, strict=False, runs=False):
 SOURCE_WINDOW = 1 << 20
 
 
-def iter_source_frames(source, report, recover=False, strict=False, window=None, runs=False):
+def iter_source_frames(source, report, recover=False, strict=False, window=None, runs=False, readahead=False):
     """check_header then iter_frames over a logb.source.Source read a window
     at a time (source.readinto_at): bounded memory for a file of any size.
     Yields (FrameRef, a view of its payload, valid until the next frame is
     asked for) — `runs`: (Run, a view of the window, the window's offset) —
     and records damage in `report` (with its header). The same events as the
     whole-buffer walk, except that a frame longer than MAX_HELD_PAYLOAD is
-    not waited for (damage, as when fed; SPEC §10.3)."""
+    not waited for (damage, as when fed; SPEC §10.3). `readahead`: the next
+    windows are read on a thread while this one is scanned (a second core)."""
     scanner = FrameScanner(0, recover=recover, strict=strict)
     window = window or SOURCE_WINDOW
+    windows = _read_ahead(source, window, scanner) if readahead else _windows(source, window, scanner)
+    for buf, base, final in windows:
+        with memoryview(buf) as view:
+            for event in scanner._scan(buf, base, final, runs):
+                if type(event) is FrameRef:
+                    report.frames += 1
+                    i = event.offset - base + FRAME_HEADER_SIZE
+                    yield event, view[i : i + event.payload_len]
+                elif type(event) is Run:
+                    report.frames += len(event.rows)
+                    yield event, view, base
+                else:
+                    report.record(event)
+    report.header = scanner.header
+    if scanner.truncated_at is not None:
+        report.truncated, report.truncated_at = True, scanner.truncated_at
+
+
+def _windows(source, window, scanner):
+    """(buf, its offset, final) for each window, read when the last is scanned; each
+    starts where `scanner` may still need bytes (_keep_from)."""
     size = source.size
     base, kept = 0, 0  # the window starts at `base`; its first `kept` bytes are the last one's tail
     buf = bytearray(min(window, size))  # one buffer, reused: no fresh pages to fault in per window
@@ -664,23 +688,81 @@ def iter_source_frames(source, report, recover=False, strict=False, window=None,
         final = got < room or base + kept + got >= size  # the end, or a file that shrank under the reader
         if kept + got < len(buf):
             buf = buf[: kept + got]  # a last, shorter window (a copy, once)
-        with memoryview(buf) as view:
-            for event in scanner._scan(buf, base, final, runs):
-                if type(event) is FrameRef:
-                    report.frames += 1
-                    i = event.offset - base + FRAME_HEADER_SIZE
-                    yield event, view[i : i + event.payload_len]
-                elif type(event) is Run:
-                    report.frames += len(event.rows)
-                    yield event, view, base
-                else:
-                    report.record(event)
+        yield buf, base, final
         if final:
-            break
+            return
         keep = scanner._keep_from(base + len(buf))
         kept = base + len(buf) - keep
         buf[:kept] = buf[keep - base :]  # the tail moves to the front; the buffer keeps its size
         base = keep
-    report.header = scanner.header
-    if scanner.truncated_at is not None:
-        report.truncated, report.truncated_at = True, scanner.truncated_at
+
+
+# Chunks _read_ahead reads before the scan asks for them.
+_READ_AHEAD = 2
+
+
+def _read_ahead(source, chunk, scanner):
+    """_windows' windows, the input read on a thread a few chunks ahead of the
+    scan. Chunk k (bytes [k*chunk, (k+1)*chunk)) is read into the back of a
+    buffer `chunk` bytes longer; the last window's tail (from where the scan
+    may still need bytes) is copied in front of it, and the window is the
+    whole buffer: the bytes before the tail are stale, and nothing reads before
+    _keep_from. A tail longer than `chunk` (a long frame) makes a window of its
+    own, a copy."""
+    size = source.size
+    free, full, stop = queue.Queue(), queue.Queue(), threading.Event()
+    for _ in range(_READ_AHEAD + 2):  # those read ahead, the one scanned, the one whose tail is kept
+        free.put(bytearray(2 * chunk))
+
+    def read():
+        pos = 0
+        try:
+            while True:
+                buf = free.get()
+                if stop.is_set():
+                    return
+                room = min(chunk, size - pos)
+                with memoryview(buf) as mv:
+                    got = source.readinto_at(pos, mv[chunk : chunk + room])
+                final = got < room or pos + got >= size
+                full.put((buf, pos, got, final))
+                if final:
+                    return
+                pos += got
+        except BaseException as exc:  # raised in the scan's thread instead
+            full.put(exc)
+
+    reader = threading.Thread(target=read, name="logb-read-ahead", daemon=True)
+    reader.start()
+    try:
+        last = None  # (buffer, window offset, window end, pooled) of the window scanned last
+        while True:
+            item = full.get()
+            if isinstance(item, BaseException):
+                raise item
+            buf, pos, got, final = item
+            if last is None:  # the first window: the file header is read at its offset 0
+                win, base = buf[chunk : chunk + got], 0
+                free.put(buf)
+            else:
+                prev, prev_base, prev_end, pooled = last
+                keep = scanner._keep_from(prev_end)
+                tail = prev_end - keep
+                if tail <= chunk:
+                    buf[chunk - tail : chunk] = prev[keep - prev_base : prev_end - prev_base]
+                    win, base = (buf if got == chunk else buf[: chunk + got]), pos - chunk
+                    if got != chunk:
+                        free.put(buf)
+                else:
+                    win, base = prev[keep - prev_base : prev_end - prev_base] + buf[chunk : chunk + got], keep
+                    free.put(buf)
+                if pooled:
+                    free.put(prev)
+            last = win, base, base + len(win), win is buf
+            yield win, base, final
+            if final:
+                return
+    finally:
+        stop.set()
+        free.put(bytearray())  # wakes a reader waiting for a buffer
+        reader.join()

@@ -36,7 +36,8 @@ def _jobs(text):
 
 
 def run(args, out):
-    with Checker(args.jobs) as checker, open_logb(args.file, recover=args.recover, on_data=checker) as f:
+    with Checker(args.jobs) as checker, \
+            open_logb(args.file, recover=args.recover, on_data=checker, readahead=args.jobs > 1) as f:
         verify(f, args.jobs, checker)
         rep = f.report
         ok = intact(f)
