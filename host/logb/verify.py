@@ -179,7 +179,8 @@ class Checker:
     def __init__(self, jobs=1):
         self._plans = {}  # id(stream) -> _Plan
         self._outcomes = {}  # DATA offset -> check_frame's outcome
-        self._pool = ThreadPoolExecutor(jobs) if jobs > 1 else None
+        # jobs - 1 threads: the scan keeps a core busy, and joins in once it is done (outcomes)
+        self._pool = ThreadPoolExecutor(jobs - 1) if jobs > 1 else None
         self._batch = []  # (offset, (plan, header, stored copy)) waiting for a pool task
         self._tasks = []  # (offsets, future)
 
@@ -207,16 +208,17 @@ class Checker:
             self._submit()
 
     def _submit(self):
-        offsets = [o for o, _t in self._batch]
-        self._tasks.append((offsets, self._pool.submit(_check_copies, [t for _o, t in self._batch])))
+        task = [t for _o, t in self._batch]
+        self._tasks.append(([o for o, _t in self._batch], task, self._pool.submit(_check_copies, task)))
         self._batch = []
 
     def outcomes(self):
-        """Every checked frame's outcome by offset (waits for the pool)."""
+        """Every checked frame's outcome by offset: the tasks no thread has
+        started are checked here, alongside the pool's threads."""
         if self._batch:
             self._submit()
-        for offsets, future in self._tasks:
-            self._outcomes.update(zip(offsets, future.result()))
+        for offsets, task, future in self._tasks:
+            self._outcomes.update(zip(offsets, _check_copies(task) if future.cancel() else future.result()))
         self._tasks = []
         return self._outcomes
 
