@@ -140,7 +140,7 @@ def _raw_recording(path, text, n=400):
     rng = np.random.default_rng(n)
     ids, flags, data = random_frames(rng, n)
     with logb.Writer(str(path), time_base="relative") as w:
-        with CanRecorder(w, None) as rec:
+        with CanRecorder(w, None, batch=256) as rec:  # several DATA frames
             rec.add(np.arange(n) * 1000, ids, flags, np.full(n, 8, np.uint8), data)
         w.attach("bus.dbc", MEDIA_TYPE, compile_dbc(text).attachment_bytes())
 
@@ -163,3 +163,29 @@ def test_an_attached_dbc_is_compiled_once_per_bytes_and_bus(tmp_path):
     for a, b in zip(kept, fresh):
         assert np.array_equal(a.axis, b.axis) and np.array_equal(a.rows, b.rows)
         assert a.raw.keys() == b.raw.keys() and all(np.array_equal(a.raw[k], b.raw[k]) for k in a.raw)
+
+
+def test_frames_columns_preallocated_equal_frame_by_frame(tmp_path):
+    """Chunks of a raw bus stream of two sessions (time going back between them), windowed
+    or not, decoded into preallocated columns give the frame-by-frame concatenation."""
+    from logb.can import bus
+
+    parts = []
+    for k in range(2):
+        p = tmp_path / f"{k}.logb"
+        _raw_recording(p, __import__("_can_fixtures").dbc(), n=3000 + k)
+        parts.append(p.read_bytes())
+    path = tmp_path / "two.logb"
+    path.write_bytes(parts[0] + parts[1][16:])  # `logb cat` semantics: two sessions
+    with logb.LogbFile(str(path)) as f:
+        s = bus.buses(f)[0].streams[0]
+        assert len({fl.segment for fl in s.frames}) == 2 and len(s.frames) > 20
+        for ticks in (None, (500_000, 2_400_000), (10**12, 10**12 + 1)):
+            for chunk in bus.frame_chunks(s, ticks, 1000):
+                got = bus.frames_columns(s, chunk, bus.RAW_FIELDS, ticks)
+                want = bus._frames_columns_each(s, chunk, list(bus.RAW_FIELDS), ticks)
+                for a, b in zip(got[:2], want[:2]):
+                    assert a.dtype == b.dtype and np.array_equal(a, b)
+                assert got[2].keys() == want[2].keys()
+                for name in want[2]:
+                    assert got[2][name].dtype == want[2][name].dtype and np.array_equal(got[2][name], want[2][name])

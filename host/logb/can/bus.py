@@ -221,12 +221,52 @@ def _collect(stream, names, window_s, frames=None):
     return frames_columns(stream, chosen, names, ticks)
 
 
+# Record counts are only claims until each frame decodes: columns are preallocated for what a
+# real file can hold (the reader's rule for Columns), else decoded frame by frame.
+_PREALLOC_MIN, _PREALLOC_RATIO = 64 << 20, 64
+
+
 def frames_columns(stream, chosen, names, ticks=None):
     """(axis, session, {name: column}) of the frames `chosen` (FrameLoc, in order) of a
-    stream, records outside the inclusive tick window `ticks` left out."""
+    stream, records outside the inclusive tick window `ticks` left out; decoded straight
+    into columns preallocated for the frames' record counts (nothing to concatenate)."""
+    names = list(names)
+    schema = stream.schema
+    total = sum(fl.header.record_count for fl in chosen)
+    shapes = {n: bits.column_dtype(schema.field_named(n)) for n in names}
+    per_record = 12 + sum(dtype.itemsize * int(np.prod(extra, dtype=np.int64)) for dtype, extra in shapes.values())
+    if not total or total * per_record > max(_PREALLOC_MIN, _PREALLOC_RATIO * stream._file.report.size):
+        return _frames_columns_each(stream, chosen, names, ticks)
+    raw = {n: np.empty((total, *extra), dtype) for n, (dtype, extra) in shapes.items()}
+    axis = np.empty(total, np.int64 if schema.is_time else np.float64)
+    session = np.empty(total, np.int32)
+    pos = 0
+    for fl in chosen:
+        n = fl.header.record_count
+        out = ({k: v[pos:pos + n] for k, v in raw.items()}, axis[pos:pos + n])
+        ok = stream.decode_frame(fl, names, out) is not None
+        del out
+        if not ok:
+            continue  # rejected (reported); the next frame reuses the slots
+        session[pos:pos + n] = stream.session_of(fl).index
+        if ticks is not None:
+            keep = (axis[pos:pos + n] >= ticks[0]) & (axis[pos:pos + n] <= ticks[1])
+            if not keep.all():
+                k = int(np.count_nonzero(keep))
+                for col in (axis, session, *raw.values()):
+                    col[pos:pos + k] = col[pos:pos + n][keep]
+                n = k
+        pos += n
+    if not pos:
+        return _no_frames(stream, names)
+    return axis[:pos], session[:pos], {k: v[:pos] for k, v in raw.items()}
+
+
+def _frames_columns_each(stream, chosen, names, ticks):
+    """frames_columns frame by frame, concatenated."""
     parts = []
     for fl in chosen:
-        b = stream.decode_frame(fl, list(names))
+        b = stream.decode_frame(fl, names)
         if b is None:
             continue
         axis, raw = b.axis, b.raw
@@ -236,13 +276,17 @@ def frames_columns(stream, chosen, names, ticks=None):
                 axis, raw = axis[keep], {k: v[keep] for k, v in raw.items()}
         parts.append((axis, np.full(len(axis), stream.session_of(fl).index, np.int32), raw))
     if not parts:
-        none = np.zeros((0, stream.schema.record_size), np.uint8)
-        return (np.zeros(0, np.int64), np.zeros(0, np.int32),
-                {n: bits.extract(none, stream.schema.field_named(n)) for n in names})
+        return _no_frames(stream, names)
     if len(parts) == 1:
         return parts[0]
     return (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]),
             {n: np.concatenate([p[2][n] for p in parts]) for n in names})
+
+
+def _no_frames(stream, names):
+    none = np.zeros((0, stream.schema.record_size), np.uint8)
+    return (np.zeros(0, np.int64), np.zeros(0, np.int32),
+            {n: bits.extract(none, stream.schema.field_named(n)) for n in names})
 
 
 def frame_chunks(stream, ticks, records):
