@@ -81,6 +81,7 @@ def main(argv=None):
     ap.add_argument("--print", action="store_true", help="print the section instead of splicing it")
     args = ap.parse_args(argv)
     started = time.perf_counter()
+    load_before = os.getloadavg()[0]
     _backend.use("c")
     d = bench.ensure_trace(args.cache, 1_000_000)
     rec = np.fromfile(d / "trace.bin", bench.REC)
@@ -115,7 +116,10 @@ def main(argv=None):
         "## `logb verify` against its floors (issue 13)\n",
         f"`tools/bench_verify.py`, {time.perf_counter() - started:.0f} s: `logb cat` of copies of the trace's Logb "
         f"file ({os.cpu_count()} CPUs, C backend, CRC {_backend.active.crc_impl}, page cache warm), best of "
-        f"{args.runs} runs. *verify*: `logb verify --jobs N FILE` in-process, open included. Floors, same run: "
+        f"{args.runs} runs; 1-minute load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after (the "
+        "machine is shared: other work takes cores from the 2-job runs). *verify*: `logb verify --jobs N FILE` "
+        "in-process, open included: every DATA frame checked while the scan holds its bytes; with N > 1 the file "
+        "is read ahead on a thread and compressed frames are checked on N − 1 more. Floors, same run: "
         "codec none, the file read in 16 MiB windows and CRC-32C'd; zstd, every DATA frame's stored bytes read "
         "and zstd-decompressed (frames found beforehand, untimed). *open*: opening the file alone (the scan: "
         "read, CRC, frame table, INDEX). GB = 10⁹ bytes. Goals: ≥ 0.8× the floor, ≥ 1.7× with 2 cores.\n",

@@ -61,6 +61,8 @@ class _Plan:
         self.is_time = schema.is_time
         self.implicit = schema.is_time and schema.axis_mode == AxisMode.implicit
         self.record_size = schema.record_size
+        self.variable = bool(schema.variable_fields)
+        self.fixed_strings = [f for f in schema.fields if f.data_type == DataType.string and not f.variable]
         # nothing but the axis can reject a record of a stored-as-is frame (header_problem matched its sizes)
         self.plain = not schema.variable_fields and all(f.data_type != DataType.string for f in schema.fields)
         self.bases = None  # explicit time axis of an integer field: the axis bases no record can overflow from
@@ -104,14 +106,13 @@ def check_frame(plan, header, read, lazy=True, want_first=True):
                 _implicit_range(schema, header)
             return None, bytes(read(plan.record_size)) if want_first else None
         data, fixed = _region(schema, header, read(None))
-        if schema.variable_fields:
-            _walk_tails(schema, data, n * schema.record_size, n)  # also UTF-8 of variable strings
-        for f in schema.fields:
-            if f.data_type == DataType.string and not f.variable:
-                fields.extract(fixed, f)  # UTF-8
+        if plan.variable:
+            _walk_tails(schema, data, n * plan.record_size, n)  # also UTF-8 of variable strings
+        for f in plan.fixed_strings:
+            fields.extract(fixed, f)  # UTF-8
         if implicit and n:
             _implicit_range(schema, header)
-        elif schema.is_time and n and not plan.axis_proved(header):  # as axis_column checks it
+        elif plan.is_time and n and not plan.axis_proved(header):  # as axis_column checks it
             raw = fields.extract(fixed, schema.fields[schema.axis_field])
             base, scale = header.axis_base(True), schema.axis_scale
             check_range(base + int(raw.min()) * scale, base + int(raw.max()) * scale)
