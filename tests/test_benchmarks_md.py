@@ -19,7 +19,7 @@ BENCH = ROOT / "BENCHMARKS.md"
 OWNERS = {"core": "tools/bench.py", "formats": "tools/bench.py", "can": "tools/bench.py",
           "cbridge": "tools/bench_cbridge.py", "firmware": "firmware/bench/run_bench.py",
           "pull": "tools/bench_pull.py", "verify": "tools/bench_verify.py", "rss": "tools/bench_rss.py",
-          "boards": "tools/bench_boards.py", "powercut": "tools/powercut_fs.py"}
+          "boards": "tools/bench_boards.py", "powercut": "tools/powercut_fs.py", "lake": "tools/bench_lake.py"}
 
 
 def outside(text):
@@ -91,7 +91,7 @@ def test_each_block_has_an_owner_that_splices_it(name):
     bench = (ROOT / "tools" / "bench.py").read_text(encoding="utf-8")
     assert "write_text" not in bench  # tools/bench.py never rewrites the whole file
     for script in ("bench_cbridge", "run_bench.py", "bench_formats", "bench_can", "bench_verify", "bench_rss",
-                   "bench_pull", "bench_boards", "powercut_fs"):
+                   "bench_pull", "bench_boards", "powercut_fs", "bench_lake"):
         assert script in bench
 
 

@@ -29,7 +29,7 @@ can be spliced too; it is inserted at the end when new).
 import pathlib
 import re
 
-BLOCKS = ("core", "formats", "can", "cbridge", "verify", "rss", "firmware", "pull", "boards", "powercut")
+BLOCKS = ("core", "formats", "can", "cbridge", "verify", "rss", "firmware", "pull", "boards", "powercut", "lake")
 TITLE = "# Benchmarks\n"
 _LEGACY_BEGIN = {"cbridge": "start"}  # markers older scripts wrote: <!-- cbridge:start -->
 
