@@ -418,7 +418,8 @@ KILL_POINTS = [
     ("manifest.Manifest.commit", "after", 1),  # a first batch of sources committed
     ("compact._merge", "after", 2),  # a compaction's merged file staged, not swapped
     ("compact._swap", "after", 1),  # swapped, not journalled as done
-    ("compact._finish", "before", 3),
+    ("compact._drop_siblings", "before", 2),  # swapped, its old copy still beside it
+    ("compact._unmark", "before", 1),  # journalled done, markers still in place
 ]
 
 

@@ -167,7 +167,7 @@ def _compact(lake, args, out):
 
     with Manifest(lake).lock() as man:
         recover(man)
-        c = compact_lake(man, args.target_size)
+        c = compact_lake(man, args.target_size, workers=args.workers, mode=args.mode, scheduler=args.scheduler)
     if args.json:
         print(dumps(c.__dict__), file=out)
     else:

@@ -8,9 +8,10 @@ a `_compaction-<id>` marker), and the two folders are swapped in one atomic step
 Where the kernel or filesystem lacks the exchange, two renames do it and a reader may,
 for that instant, find the partition missing — never doubled.
 
-The manifest journals each compaction (`compact-begin` … `compact-done`); a run killed
+The manifest journals the compactions (`compact-begin` … `compact-done`); a run killed
 in between is finished by the next one: swapped (the marker is in the partition) →
-done; not swapped → the sibling is deleted and the parts stay as they were.
+done; not swapped → the sibling is deleted and the parts stay as they were. Partitions
+are compacted in parallel, one Dask task each (the run alone writes the journal).
 """
 
 import ctypes
@@ -20,6 +21,7 @@ import os
 import shutil
 from dataclasses import dataclass
 
+from . import engine
 from .parts import DATASETS, dictionary_columns, fsync_dir
 
 _RENAME_EXCHANGE = 2
@@ -35,18 +37,58 @@ class Summary:
     bytes_out: int = 0
 
 
-def compact_lake(man, target_size, min_parts=2):
-    """Merge the small parts of every partition of the lake (under `man`'s lock)."""
+def compact_lake(man, target_size, min_parts=2, workers=1, mode="threads", scheduler=None):
+    """Merge the small parts of every partition of the lake (under `man`'s lock): one Dask
+    task per partition (engine.run), its merges one after another (each swaps the folder)."""
     summary = Summary()
+    jobs = []
     for dataset in DATASETS:
         top = os.path.join(man.lake, dataset)
         for dirpath, dirnames, filenames in os.walk(top):
             dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
             files = sorted(n for n in filenames if n.endswith(".parquet") and not n.startswith("."))
-            for group in _bins(dirpath, files, target_size):
-                if len(group) >= min_parts:
-                    _compact(man, dirpath, group, summary)
+            rel = os.path.relpath(dirpath, man.lake)
+            merges = [_plan(rel, group) for group in _bins(dirpath, files, target_size) if len(group) >= min_parts]
+            if merges:
+                jobs.append((man.lake, rel, merges))
+    if not jobs:
+        return summary
+    man.append({"op": "compact-begin", "compactions": [m for _lake, _rel, merges in jobs for m in merges]})
+    done = []
+
+    def on_result(_i, results):
+        for cid, bytes_in, bytes_out, inputs in results:
+            done.append(cid)
+            summary.inputs += inputs
+            summary.outputs += 1
+            summary.bytes_in += bytes_in
+            summary.bytes_out += bytes_out
+        summary.partitions += 1
+
+    engine.run(compact_partition, jobs, on_result, workers=workers, mode=mode, scheduler=scheduler)
+    man.append({"op": "compact-done", "ids": done})
+    for _lake, rel, merges in jobs:
+        for m in merges:
+            _unmark(os.path.join(man.lake, rel), m["id"])
     return summary
+
+
+def _plan(rel, inputs):
+    cid = hashlib.blake2b("\0".join([rel, *inputs]).encode(), digest_size=8).hexdigest()
+    return {"id": cid, "partition": rel, "inputs": inputs, "output": f"c-{cid}.parquet"}
+
+
+def compact_partition(job):
+    """A task: one partition's merges, each swapped in (its marker stays until the run
+    journals it done). Returns (id, bytes in, bytes out, inputs) per merge."""
+    lake, rel, merges = job
+    partition = os.path.join(lake, rel)
+    out = []
+    for m in merges:
+        bytes_in = sum(os.path.getsize(os.path.join(partition, n)) for n in m["inputs"])
+        _merge_and_swap(partition, m["id"], m["inputs"], m["output"])
+        out.append((m["id"], bytes_in, os.path.getsize(os.path.join(partition, m["output"])), len(m["inputs"])))
+    return out
 
 
 def _bins(dirpath, files, target_size):
@@ -64,32 +106,22 @@ def _bins(dirpath, files, target_size):
         yield group
 
 
-def _compact(man, partition, inputs, summary):
-    rel = os.path.relpath(partition, man.lake)
-    cid = hashlib.blake2b("\0".join([rel, *inputs]).encode(), digest_size=8).hexdigest()
-    output = f"c-{cid}.parquet"
+def _merge_and_swap(partition, cid, inputs, output):
     staging = _sibling(partition, f"compact-{cid}")
-    bytes_in = sum(os.path.getsize(os.path.join(partition, n)) for n in inputs)
-    man.append({"op": "compact-begin", "id": cid, "partition": rel, "inputs": inputs, "output": output})
     if os.path.exists(staging):
         shutil.rmtree(staging)
     os.mkdir(staging)
     tmp = os.path.join(staging, "." + output + ".tmp")
     _merge([os.path.join(partition, n) for n in inputs], tmp)
     os.replace(tmp, os.path.join(staging, output))
-    for name in os.listdir(partition):
-        if name not in inputs and not name.startswith("_compaction-"):
+    for name in os.listdir(partition):  # what stays, an earlier merge's marker included
+        if name not in inputs:
             os.link(os.path.join(partition, name), os.path.join(staging, name))
     with open(os.path.join(staging, f"_compaction-{cid}"), "wb") as fh:
         os.fsync(fh.fileno())
     fsync_dir(staging)
     _swap(partition, staging, _sibling(partition, f"old-{cid}"))
-    _finish(man, partition, cid)
-    summary.partitions += 1
-    summary.inputs += len(inputs)
-    summary.outputs += 1
-    summary.bytes_in += bytes_in
-    summary.bytes_out += os.path.getsize(os.path.join(partition, output))
+    _drop_siblings(partition, cid)  # the old copy; the marker says it was swapped
 
 
 def _sibling(partition, what):
@@ -140,13 +172,14 @@ def _swap(partition, staging, old):
     fsync_dir(os.path.dirname(partition))
 
 
-def _finish(man, partition, cid):
-    """The swap is done: journal it, then drop the old copy and the marker."""
-    man.append({"op": "compact-done", "id": cid})
+def _drop_siblings(partition, cid):
     for what in (f"compact-{cid}", f"old-{cid}"):
         sib = _sibling(partition, what)
         if os.path.exists(sib):
             shutil.rmtree(sib)
+
+
+def _unmark(partition, cid):
     marker = os.path.join(partition, f"_compaction-{cid}")
     if os.path.exists(marker):
         os.unlink(marker)
@@ -165,10 +198,6 @@ def recover_compactions(man):
             swapped = True
             if os.path.exists(old):
                 os.rename(old, staging)
-        if swapped:
-            _finish(man, partition, cid)
-            continue
-        for sib in (staging, old):
-            if os.path.exists(sib):
-                shutil.rmtree(sib)
-        man.append({"op": "compact-abort", "id": cid})
+        _drop_siblings(partition, cid)
+        man.append({"op": "compact-done" if swapped else "compact-abort", "ids": [cid]})
+        _unmark(partition, cid)

@@ -125,9 +125,11 @@ class Manifest:
                 self._identities[state.size, state.fingerprint] = state.id
                 self.pending.pop(state.id, None)
         elif op == "compact-begin":
-            self.compactions[e["id"]] = e
+            for c in e["compactions"]:
+                self.compactions[c["id"]] = c
         elif op in ("compact-done", "compact-abort"):
-            self.compactions.pop(e["id"], None)
+            for cid in e["ids"]:
+                self.compactions.pop(cid, None)
         else:
             raise LakeError(f"{self.path}: unknown manifest event {op!r} (a newer logb wrote this lake?)")
 

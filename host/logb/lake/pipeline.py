@@ -94,7 +94,7 @@ def ingest(sources, lake, dbc=None, workers=1, mode="threads", scheduler=None, t
         if compact:
             from .compact import compact_lake
 
-            summary.compacted = compact_lake(man, target_size)
+            summary.compacted = compact_lake(man, target_size, workers=workers, mode=mode, scheduler=scheduler)
     summary.seconds = time.monotonic() - start
     return summary
 
