@@ -55,7 +55,7 @@ def add_arguments(p):
     p.add_argument("--workers", type=_positive, default=1, metavar="N", help="tasks at once (default 1)")
     how = p.add_mutually_exclusive_group()
     how.add_argument("--processes", dest="mode", action="store_const", const="processes",
-                     help="workers are processes (docs/LAKE.md says which is faster here)")
+                     help="workers are processes (default threads: BENCHMARKS.md, lake, measures both)")
     how.add_argument("--threads", dest="mode", action="store_const", const="threads", help="workers are threads")
     p.add_argument("--scheduler", metavar="ADDRESS", help="a running dask.distributed scheduler (tcp://host:8786)")
     p.add_argument("--target-size", type=_size, default=128 << 20, metavar="BYTES",
@@ -65,7 +65,7 @@ def add_arguments(p):
                         "(default 16M; memory per task follows the batch, not this)")
     p.add_argument("--no-compact", action="store_true", help="ingest only")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
-    p.set_defaults(mode="processes")
+    p.set_defaults(mode="threads")  # measured faster on a fleet (BENCHMARKS.md, lake)
 
 
 def _positive(text):
