@@ -101,6 +101,8 @@ def test_value_table_labels_of_a_short_16_bit_column_take_the_lookup():
     conv = Conversion(ConversionType.value_to_text, entries=((7.0, "seven"), (7.0, "again")), default="?")
     raw = np.array([7, 8], np.uint16)
     assert D._text(conv, raw).tolist() == ["seven", None]
+    swapped = np.array([7, 8] * (1 << 15), ">u2")  # long enough for the table, but not native
+    assert D._text(conv, swapped).tolist() == ["seven", None] * (1 << 15)
 
 
 FLAGS = st.integers(0, 127)

@@ -225,7 +225,7 @@ def _wanted(sig_name, message, signals):
 
 
 def _text(conv, raw):
-    if conv.type == ConversionType.value_to_text and raw.dtype.kind in "iu" \
+    if conv.type == ConversionType.value_to_text and raw.dtype.kind in "iu" and raw.dtype.isnative \
             and (raw.dtype.itemsize == 1 or raw.dtype.itemsize == 2 and len(raw) >= 1 << 16):
         return _table_text(conv.entries, raw)
     keys = np.array([k for k, _ in conv.entries], np.float64)
