@@ -294,6 +294,11 @@ def decode_payloads(schema, payloads, signals=None, message=None, missing=None):
     `missing` field, or missing_bytes() of raw frames); None: whole messages.
     Returns (raw, phys, text, units) dicts keyed by signal name; a signal some
     row lacks has masked raw and phys columns and None labels there."""
+    return _convert_payloads(*_extract_payloads(schema, payloads, signals, message, missing))
+
+
+def _extract_payloads(schema, payloads, signals, message, missing):
+    """decode_payloads' first half: (signals, their raw columns, bytes present per row or None)."""
     message = message or schema.meta_dict().get("logb.can.message", schema.name)
     n_payload = layout.payload_len_of(schema)
     payloads = pad(payloads, n_payload)
@@ -304,8 +309,13 @@ def decode_payloads(schema, payloads, signals=None, message=None, missing=None):
     if signals is not None:
         keep = [i for i, (sig, _) in enumerate(sigs) if _wanted(sig.name, message, signals)]
         sigs, plan = [sigs[i] for i in keep], bits.plan_many([plan.fields[i] for i in keep])
+    return sigs, bits.extract_many(payloads, plan), present
+
+
+def _convert_payloads(sigs, cols, present):
+    """decode_payloads' second half: the raw columns converted and masked."""
     raw, phys, text, units = {}, {}, {}, {}
-    for (sig, last), col in zip(sigs, bits.extract_many(payloads, plan)):
+    for (sig, last), col in zip(sigs, cols):
         p, t = signal_columns(sig, col)
         if present is not None:
             gone = present <= last  # its last byte was not on the bus
@@ -384,7 +394,7 @@ def decode_frames(compiled, axis, ids, flags, data, messages=None, signals=None,
     tp = None
     if transport and any(e.j1939 for e in entries):
         tp = _j1939_messages(entries, axis, ids, flags, dlc, data, axis_exp, session)
-    out = []
+    pending = []  # every stream's raw columns first: the grouped payloads are freed before the conversions
     for i in wanted:
         got = routed.get(i)
         more = tp.get(i) if tp else None
@@ -407,10 +417,14 @@ def decode_frames(compiled, axis, ids, flags, data, messages=None, signals=None,
             if missing is None:
                 missing = np.zeros(len(order) - len(m_rows), np.int64)
             missing = np.concatenate([missing, m_missing])[order]
-        raw, phys, text, units = decode_payloads(e.schema, payloads, signals, e.message, missing)
+        pending.append((e, t, rows, missing, 0 if more is None else len(more[0]),
+                        _extract_payloads(e.schema, payloads, signals, e.message, missing)))
+    routed = got = payloads = None
+    out = []
+    for e, t, rows, missing, reassembled, extracted in pending:
+        raw, phys, text, units = _convert_payloads(*extracted)
         out.append(Decoded(e.name, e.message, bus or compiled.bus, e.mux.label if e.mux else "",
-                           t, axis_exp, raw, phys, text, units, rows, _short(missing),
-                           0 if more is None else len(more[0])))
+                           t, axis_exp, raw, phys, text, units, rows, _short(missing), reassembled))
     return out
 
 
