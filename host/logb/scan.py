@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import _backend
-from ._kernels import SCAN_FULL
+from ._kernels import SCAN_CRC, SCAN_END, SCAN_FULL
 from .errors import CorruptFrameError, NotLogbError, UnsupportedVersionError
 from .framing import (
     FILE_HEADER_SIZE,
@@ -293,6 +293,8 @@ class FrameScanner:
         self._gone = None  # start of an unsupported-version range: nothing after it is read
         self._held = bytearray()  # fed bytes still needed, from absolute offset _base
         self._base = start
+        # walks done ahead (_read_ahead's thread): start -> (end of the bytes walked, table, heads, stop, status)
+        self.walked = {}
 
     # ------------------------------------------------------------ driving
     def scan(self, buf):
@@ -374,7 +376,7 @@ class FrameScanner:
             pos = self.pos
             while True:  # the hot path: runs of CRC-valid frames, walked by the kernel (scan.c)
                 if runs:
-                    table, heads, stop, status = _backend.active.scan_data_frames(buf, pos - base, base)
+                    table, heads, stop, status = self._walked(buf, pos, base)
                     if len(table):
                         for k in np.flatnonzero(_FOLLOW[table["type"]]).tolist():
                             offset, plen, sid, ftype, _flags = table[k].tolist()
@@ -425,6 +427,30 @@ class FrameScanner:
                 self._damaged(pos, LENGTH_PAST_END)
             else:
                 return  # the rest of the frame is still to come
+
+    def _walked(self, buf, pos, base):
+        """scan_data_frames(buf, pos - base, base), from walks done ahead where
+        they fit: a walk from S over the input's bytes [S, E) is the kernel's
+        answer for any window ending at E, so the kernel walks only up to S."""
+        kernels, walked = _backend.active, self.walked
+        size = base + len(buf)
+        if walked:
+            ahead = walked.pop(pos, None)
+            if ahead is not None and ahead[0] == size:
+                _end, table, heads, stop, status = ahead
+                return table, heads, stop - base, status
+            for start in [s for s, w in list(walked.items()) if w[0] <= base]:  # windows gone by
+                walked.pop(start, None)
+            nxt = min((s for s, w in list(walked.items()) if pos < s and w[0] == size), default=None)
+            if nxt is not None:
+                with memoryview(buf) as mv:
+                    table, heads, stop, status = kernels.scan_data_frames(mv[: nxt - base], pos - base, base)
+                if status == SCAN_FULL:
+                    return table, heads, stop, status
+                if stop == nxt - base and status == SCAN_END:  # the walk ahead goes on from here
+                    _end, more, more_heads, stop, status = walked.pop(nxt)
+                    return np.concatenate([table, more]), np.concatenate([heads, more_heads]), stop - base, status
+        return kernels.scan_data_frames(buf, pos - base, base)
 
     def _follow(self, buf, i, ftype, sid, plen):
         """Track the open segment and its bindings from a CRC-valid frame
@@ -654,8 +680,10 @@ def iter_source_frames(source, report, recover=False, strict=False, window=None,
     not waited for (damage, as when fed; SPEC §10.3). `readahead`: the next
     windows are read on a thread while this one is scanned (a second core)."""
     scanner = FrameScanner(0, recover=recover, strict=strict)
-    window = window or SOURCE_WINDOW
-    windows = _read_ahead(source, window, scanner) if readahead else _windows(source, window, scanner)
+    if readahead:
+        windows = _read_ahead(source, window or READ_AHEAD_CHUNK, scanner)
+    else:
+        windows = _windows(source, window or SOURCE_WINDOW, scanner)
     for buf, base, final in windows:
         with memoryview(buf) as view:
             for event in scanner._scan(buf, base, final, runs):
@@ -697,6 +725,38 @@ def _windows(source, window, scanner):
         base = keep
 
 
+def _walk_ahead(view, pos, walk, walked):
+    """Walk the frames of one chunk (`view`, the input's bytes from `pos`) from
+    `walk` (where a frame starts, and its first bytes when they were in the last
+    chunk) into walked[start]; returns where the next chunk's walk starts, or
+    None (damage: the scan resyncs on its own)."""
+    start, head = walk
+    if head:  # a frame header cut by the chunk boundary
+        head += bytes(view[: FRAME_HEADER_SIZE - len(head)])
+        if len(head) < 4:
+            return (start, head) if len(view) else None
+        start += FRAME_OVERHEAD + int.from_bytes(head[:4], "little")
+    if not pos <= start < pos + len(view):
+        return (start, b"") if start >= pos + len(view) else None
+    tables, heads, p = [], [], start
+    while True:
+        table, head_table, stop, status = _backend.active.scan_data_frames(view, p - pos, pos)
+        tables.append(table)
+        heads.append(head_table)
+        p = pos + stop
+        if status != SCAN_FULL:
+            break
+    walked[start] = (pos + len(view), np.concatenate(tables), np.concatenate(heads), p, status)
+    if status == SCAN_CRC:
+        return None
+    if status == SCAN_END:  # fewer than a header's bytes left: the next frame's first bytes
+        return p, bytes(view[p - pos :])
+    return p + FRAME_OVERHEAD + int.from_bytes(view[p - pos : p - pos + 4], "little"), b""  # past the end
+
+
+# Bytes of one read-ahead chunk: the thread reads and CRCs it while it is in its core's cache, and
+# takes the GIL a few times a chunk (each time waiting for the scan to let go of it): fewer, larger.
+READ_AHEAD_CHUNK = 2 << 20
 # Chunks _read_ahead reads before the scan asks for them.
 _READ_AHEAD = 2
 
@@ -715,7 +775,7 @@ def _read_ahead(source, chunk, scanner):
         free.put(bytearray(2 * chunk))
 
     def read():
-        pos = 0
+        pos, walk = 0, (FILE_HEADER_SIZE, b"")  # where the next frame starts (or its first bytes), if known
         try:
             while True:
                 buf = free.get()
@@ -724,7 +784,9 @@ def _read_ahead(source, chunk, scanner):
                 room = min(chunk, size - pos)
                 with memoryview(buf) as mv:
                     got = source.readinto_at(pos, mv[chunk : chunk + room])
-                final = got < room or pos + got >= size
+                    final = got < room or pos + got >= size
+                    if walk is not None:  # the chunk's frames walked (CRCs checked) here, not in the scan
+                        walk = _walk_ahead(mv[chunk : chunk + got], pos, walk, scanner.walked)
                 full.put((buf, pos, got, final))
                 if final:
                     return
