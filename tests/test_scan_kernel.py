@@ -190,6 +190,7 @@ def test_a_file_read_ahead_reads_as_one_read_in_step(backend, tmp_path, monkeypa
     with _backend.using(backend):
         for window in (64, 1000, None):
             monkeypatch.setattr(logb.scan, "SOURCE_WINDOW", window or 1 << 20)
+            monkeypatch.setattr(logb.scan, "READ_AHEAD_CHUNK", window or 2 << 20)
             for data in _inputs()[:12]:
                 path.write_bytes(data)
                 seen = []

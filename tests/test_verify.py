@@ -92,6 +92,7 @@ def test_cli_verify_json_is_the_same_serial_and_parallel(tmp_path, monkeypatch, 
     if by_window:  # read a window at a time (ahead, on a thread, with --jobs > 1), as a large file is
         monkeypatch.setattr(source, "HOLD_MAX", 0)
         monkeypatch.setattr(logb.scan, "SOURCE_WINDOW", 700)
+        monkeypatch.setattr(logb.scan, "READ_AHEAD_CHUNK", 900)
     for name, data in _damaged().items():
         path = tmp_path / "f.logb"
         path.write_bytes(data)
