@@ -8,7 +8,8 @@ EXIT_SINK_LOST = 4  # intact as read, but its writer states bytes it could not w
 HELP = "check every frame's CRC and every record; exit 0 intact, 1 damaged, 2 not Logb, 4 writer lost data"
 DESCRIPTION = """\
 Check the file header, every frame's CRC-32C, and decode every DATA frame
-as far as anything can reject it (no columns are built), on --jobs cores.
+as far as anything can reject it (no columns are built), on --jobs cores,
+each frame while the scan holds its bytes (nothing is read twice).
 
 Exit status (for scripts):
   0  intact: no damage, no truncation, no rejected records
@@ -24,7 +25,8 @@ def add_arguments(p):
     p.add_argument("file", help="a .logb file, or - for standard input")
     p.add_argument("--json", action="store_true", help="print the verdict as one JSON object")
     p.add_argument("--jobs", type=_jobs, default=default_jobs(), metavar="N",
-                   help="check DATA frames on N threads (default: the CPU count); the verdict is the same for any N")
+                   help="N threads (default: the CPU count): N > 1 reads the file ahead of the scan on one and "
+                        "checks compressed DATA frames on N - 1; the verdict is the same for any N")
     add_recover(p)
 
 
