@@ -372,7 +372,7 @@ def section(res):
          "- `logb.lake.ingest(fleet, LAKE, workers=…, mode=…)` (`logb lake`), with the DBC each file carries: "
          "`signals/device=/message=/date=` (what the baseline writes, plus the lake's row columns: timestamp, "
          "device time, session, segment, run, source) and `frames/device=/bus=/date=` (every raw frame), zstd, "
-         "parts renamed into place once whole and synced, then small parts compacted in the ingesting process. "
+         "parts renamed into place once whole and synced, then small parts compacted, one Dask task per partition. "
          "workers=1 is Dask's synchronous scheduler.\n",
          "Rates are over each case's own clock (the baseline's loop; ingest's `summary.seconds`: plan, "
          "decode, write, compaction; \"after the units\" is its part after the last unit finished); wall adds "
@@ -415,7 +415,7 @@ def section(res):
               f"({b['size'] / 1e9:.2f} GB, {b['frames']:,} frames): the shared trace {b['copies']} times one after "
               "another, dated, written as `write_logb` writes (raw bus + per-message streams + DBC, 1 MB "
               "segments), ingested alone into an empty lake in units of about 16 MB split at segment starts. "
-              "Peak RSS is `ru_maxrss` of the ingesting process (planning, commits, compaction) and of its "
+              "Peak RSS is `ru_maxrss` of the ingesting process (planning, commits) and of its "
               "largest Dask pool worker. The floor, a fresh interpreter that imported what a worker imports "
               f"(`logb.lake.units`, pyarrow.parquet) and did nothing: {res['floor']['self_maxrss'] / 1e6:.0f} MB.\n",
               "| workers | peak RSS: ingesting process | peak RSS: largest worker | budget | frames/s "
