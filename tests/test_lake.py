@@ -465,14 +465,50 @@ def test_a_distributed_cluster_gives_the_same_lake(fleet, tmp_path):
     assert lake_rows(one) == lake_rows(two) and parts_of(one) == parts_of(two)
 
 
-def test_a_large_recording_is_split_into_independent_ranges(fleet, tmp_path):
+def test_a_range_before_its_sessions_anchor_is_dated_by_it(tmp_path):
+    from logb import AxisKind, AxisMode, DataType, Field, Schema, Writer
+
+    schema = Schema(uuid=b"\x07" * 16, name="temp", record_bits=16, axis_kind=AxisKind.time,
+                    axis_mode=AxisMode.implicit, axis_exp=-3, axis_step=10, fields=(Field("x", 0, 16, DataType.uint),))
+    path = tmp_path / "dev" / "anchored.logb"
+    path.parent.mkdir()
+    with Writer(str(path), time_base="monotonic", segment_bytes=1 << 10) as w:
+        sw = w.add_stream(schema)
+        for k in range(40):  # segments of ~1 KiB: the anchor is in the last one
+            sw.write_batch({"x": np.arange(200, dtype=np.uint16) + k}, axis_base=k * 2000)
+        w.anchor(axis_ns=0, wall_ns=1_700_000_000 * 10**9, source="gps")
     lake, whole = str(tmp_path / "lake"), str(tmp_path / "whole")
-    ff = max(fleet.of_kind("clean"), key=lambda f: os.path.getsize(f.path))
+    ingest([str(path)], whole)
+    s = ingest([str(path)], lake, range_bytes=4 << 10, compact=False)
+    assert s.parts > 1
+    a, b = (lake_tables(x)["streams"].sort_by("device_time_ns") for x in (lake, whole))
+    assert a["dated"].to_pylist() == b["dated"].to_pylist() == [True] * a.num_rows
+    assert a["timestamp"].equals(b["timestamp"]) and a["session"].cast(pa.string()).equals(
+        b["session"].cast(pa.string()))
+
+
+def _largest(fleet, **want):
+    return max((ff for ff in fleet.of_kind(*want.pop("kinds", ("clean",)))
+                if all(getattr(ff, k) == v for k, v in want.items())), key=lambda f: os.path.getsize(f.path))
+
+
+@pytest.mark.parametrize("pick", [
+    dict(way="attached"),  # its DBC is ATTACHed once, in the first segment
+    dict(kinds=("concatenated",)),  # two sessions
+], ids=["attached-dbc", "two-sessions"])
+def test_a_large_recording_is_split_into_independent_ranges(fleet, tmp_path, pick):
+    lake, whole = str(tmp_path / "lake"), str(tmp_path / "whole")
+    ff = _largest(fleet, **pick)
     ingest([str(ff.path)], whole)
     s = ingest([str(ff.path)], lake, range_bytes=8 << 10, compact=False)
-    assert s.parts > len(parts_of(whole))
+    assert s.parts > len(parts_of(whole))  # segment-sized ranges, each its own task and window
     assert lake_rows(lake) == lake_rows(whole)
     assert_lake_is(lake, [str(ff.path)])
+    a, b = (lake_tables(x)["signals"] for x in (lake, whole))
+    assert sorted(zip(a["session"].cast(pa.string()).to_pylist(), a["timestamp"].cast(pa.int64()).to_pylist(),
+                      a["dated"].to_pylist())) == sorted(zip(
+        b["session"].cast(pa.string()).to_pylist(), b["timestamp"].cast(pa.int64()).to_pylist(),
+        b["dated"].to_pylist()))
 
 
 # ------------------------------------------------------------------ the command

@@ -14,6 +14,7 @@ batches. Before anything runs, the planned sources are begun (with their units);
 run deletes the parts of units begun and not committed, and redoes that work.
 """
 
+import dataclasses
 import hashlib
 import os
 import time
@@ -199,8 +200,8 @@ def _units(lake, plan, rules, records, range_bytes, bundle_bytes):
     for job in sorted(plan, key=lambda j: (j.cand.device, j.cand.path)):
         new = job.cand.size - job.resume
         if job.kind == "logb" and new > range_bytes:
-            for lo, hi in _ranges(job, range_bytes):
-                specs.append(_spec(lake, [_piece(job, lo, hi)], rules, records))
+            for lo, hi, window in _ranges(job, range_bytes):
+                specs.append(_spec(lake, [_piece(job, lo, hi, window)], rules, records))
             continue
         if bundle and (weight + new > bundle_bytes or len(bundle) >= BUNDLE_MAX
                        or bundle[-1].device != job.cand.device):
@@ -219,8 +220,8 @@ def _units(lake, plan, rules, records, range_bytes, bundle_bytes):
 BUNDLE_MAX = 256  # sources in one unit at most
 
 
-def _piece(job, lo, hi):
-    return units.Piece(job.id, job.cand.path, job.kind, job.cand.device, lo, hi)
+def _piece(job, lo, hi, window=None):
+    return units.Piece(job.id, job.cand.path, job.kind, job.cand.device, lo, hi, window)
 
 
 def _spec(lake, pieces, rules, records):
@@ -230,18 +231,30 @@ def _spec(lake, pieces, rules, records):
 
 
 def _ranges(job, range_bytes):
-    """[lo, hi) of a large Logb file's new bytes, split at segment starts."""
+    """(lo, hi, window) of a large Logb file's new bytes, split at segment starts. A task
+    reads only its window (units.window_file): from the segment its range starts in, with
+    what the rest of the file says of the sessions there (their anchors may come later,
+    SPEC §5.5) and the DBCs attached anywhere."""
+    from ..can.dbc import MEDIA_TYPE
+    from ..framing import FILE_HEADER_SIZE
     from ..reader import LogbFile
 
     size = job.cand.size
-    with LogbFile(job.cand.path) as f:  # the scan alone: where its segments start
-        starts = [s.offset for s in f.segments if s.offset > job.resume]
-    lo = job.resume
-    for s in starts:
-        if s - lo >= range_bytes:
-            yield lo, s
-            lo = s
-    yield lo, size
+    with LogbFile(job.cand.path) as f:  # the planning scan: segments, sessions, attachments
+        offsets = [s.offset for s in f.segments]
+        sessions = [{"index": s.index, "id": s.id, "anchors": [dataclasses.asdict(a) for a in s.anchors],
+                     "offsets": [f.segments[i].offset for i in s.segments]} for s in f.sessions]
+        dbcs = [(a.name, a.data()) for a in f.attachments if a.media_type == MEDIA_TYPE and not a.problem]
+        named = {st.uuid.hex(): st.meta["logb.can.dbc"] for st in f.streams.values() if "logb.can.dbc" in st.meta}
+    cuts = [job.resume]
+    for o in offsets:
+        if o > job.resume and o - cuts[-1] >= range_bytes:
+            cuts.append(o)
+    for lo, hi in zip(cuts, cuts[1:] + [size]):
+        # from the segment the range starts in (or the first frame: none starts before it)
+        start = max([o for o in offsets if o <= lo], default=FILE_HEADER_SIZE)
+        mine = [x for x in sessions if any(start <= o < hi for o in x["offsets"])]
+        yield lo, hi, {"start": start, "sessions": mine, "dbcs": dbcs, "dbc_names": named}
 
 
 class _Commits:

@@ -47,13 +47,14 @@ def _pa():
 class Context:
     """What every row of one segment shares."""
 
-    def __init__(self, f, source, device, seg_index):
+    def __init__(self, f, source, device, seg_index, names=None):
         seg = f.segments[seg_index]
         session = f.sessions[seg.session]
         self.f = f
         self.source = source
         self.session_index = seg.session
-        self.session = session.id or f"{source}#{seg.session}"
+        named = None if names is None else names.get(seg.session)
+        self.session = named or session.id or f"{source}#{seg.session}"
         self.device = str(session.meta.get("logb.device") or device)
         self.segment = seg.seq
         self.run = None
@@ -166,11 +167,12 @@ class Sink:
 _NAME_KEY = {"signals": "message", "frames": "bus", "streams": "stream"}
 
 
-def decode_range(f, lo, hi, source, device, dbcs, emit, records=1 << 16):
+def decode_range(f, lo, hi, source, device, dbcs, emit, records=1 << 16, names=None):
     """Decode the DATA frames of `f` starting in [lo, hi), segment by segment, into `emit`.
     `dbcs` (units.Dbcs): `rule(device, bus)`, the CompiledDbc the caller chose for a bus or
     None (the file's attached DBC, else its per-message streams), and `compiled(text, bus)`,
-    an attached DBC compiled once. Returns the Sink (row counts)."""
+    an attached DBC compiled once. `names`: {session index: its name}, for a window of a
+    file (units.adopt). Returns the Sink (row counts)."""
     sink = Sink(emit)
     starts = [s.offset for s in f.segments]
     for i, start in enumerate(starts):
@@ -181,7 +183,7 @@ def decode_range(f, lo, hi, source, device, dbcs, emit, records=1 << 16):
         with f.only_frames(a, b):
             if not any(s._frames for s in f.streams.values()):
                 continue
-            ctx = Context(f, source, device, i)
+            ctx = Context(f, source, device, i, names)
             ctx.run = _single_run(f)
             _signals(f, ctx, dbcs, sink, records)
             _frames(f, ctx, sink, records)

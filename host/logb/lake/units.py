@@ -7,6 +7,7 @@ import os
 from dataclasses import dataclass, field
 
 from ..errors import LogbError, NotLogbError, UsageError
+from ..framing import FILE_HEADER_SIZE
 from .parts import UnitWriter
 from .tables import decode_range
 
@@ -48,6 +49,7 @@ class Piece:
     device: str
     lo: int
     hi: object  # the end of the range; None: to the end (a trace: offsets of its conversion)
+    window: object = None  # a range of a large file: pipeline._ranges' window (read only that)
 
 
 @dataclass
@@ -126,21 +128,72 @@ def _attempt(spec, failed):
 
 
 def _decode(f, piece, dbcs, writer, records):
-    hi = f.report.size if piece.hi is None else piece.hi
-    sink = decode_range(f, piece.lo, hi, piece.path, piece.device, dbcs, writer, records)
+    # offsets in `f` are the window's when the piece has one: shift = real - window offset
+    shift = piece.window["start"] - FILE_HEADER_SIZE if piece.window else 0
+    lo = piece.lo - shift
+    hi = f.report.size if piece.hi is None else piece.hi - shift
+    names = adopt(f, piece.window, piece.path, shift) if piece.window else None
+    sink = decode_range(f, lo, hi, piece.path, piece.device, dbcs, writer, records, names)
     rep = f.report
     intact = rep.truncated_at if rep.truncated and rep.truncated_at is not None else rep.size
     return PieceResult(
-        piece.source_id, piece.lo, ingested_to=min(hi, intact), records=sink.records,
+        piece.source_id, piece.lo, ingested_to=min(hi, intact) + shift, records=sink.records,
         rows={k: v for k, v in sink.rows.items() if v}, sessions=[s.id for s in f.sessions if s.id],
-        report={"skipped": [[s.start, s.end, s.cause] for s in rep.skipped if s.start < hi and s.end > piece.lo],
+        report={"skipped": [[s.start + shift, s.end + shift, s.cause] for s in rep.skipped
+                            if s.start < hi and s.end > lo and s.start >= FILE_HEADER_SIZE],
                 "truncated": bool(rep.truncated and (rep.truncated_at is None or rep.truncated_at < hi)),
                 "rejected": sum(st.rejected for st in f.streams.values())})
+
+
+def window_file(path, window, hi):
+    """A LogbFile of the file's header and its bytes [window start, hi): a range task
+    holds its range's frame table, not the whole file's."""
+    from ..reader import LogbFile
+
+    with open(path, "rb") as fh:
+        head = fh.read(FILE_HEADER_SIZE)
+        fh.seek(window["start"])
+        body = fh.read(hi - window["start"])
+    try:
+        return LogbFile(head + body)
+    except NotLogbError:
+        return LogbFile(head + body, recover=True)
+
+
+def adopt(f, window, path, shift):
+    """Give a window's sessions what the whole file says of them (their anchors, which may
+    come after the window, SPEC §5.5; their index in the whole file) and the DBCs attached
+    outside it. Returns {window session index: the session's name in the lake}."""
+    from ..can.dbc import MEDIA_TYPE
+    from ..reader import Attachment
+    from ..tables import Codec
+    from ..timebase import Anchor
+
+    names = {}
+    for ws in f.sessions:
+        first = ws.first_offset + shift
+        whole = next((x for x in window["sessions"] if first in x["offsets"]), None)
+        if whole is None:
+            continue
+        ws.anchors = [Anchor(**a) for a in whole["anchors"]]
+        ws.__dict__.pop("clock", None)  # built from the anchors: rebuilt from these
+        names[ws.index] = whole["id"] or f"{path}#{whole['index']}"
+    have = {a.name for a in f.attachments if a.media_type == MEDIA_TYPE}
+    for name, data in window["dbcs"]:
+        if name not in have:
+            f.attachments.append(Attachment(-1, name, MEDIA_TYPE, Codec.none, len(data), data))
+    for st in f.streams.values():
+        name = window["dbc_names"].get(st.uuid.hex())
+        if name and "logb.can.dbc" not in st.meta:
+            st.meta["logb.can.dbc"] = name
+    return names
 
 
 def _open(piece):
     from ..reader import LogbFile
 
+    if piece.window is not None:
+        return window_file(piece.path, piece.window, piece.hi)
     if piece.kind == "logb":
         try:
             return LogbFile(piece.path)
