@@ -46,9 +46,6 @@ def _settled(data, how, checker, **kw):
                     f.index_valid)
     except logb.LogbError as exc:
         return type(exc).__name__, str(exc)
-    finally:
-        if checker is not None:
-            checker.close()
 
 
 def _damaged():

@@ -12,11 +12,12 @@ not decoded at all (header_problem matched its sizes at open): only its first
 record is kept, for an INDEX claim.
 
 `Checker` is the scan's on_data hook (LogbFile(on_data=...)): each frame is
-checked while the scan holds its bytes, so nothing is read twice; compressed
-frames go to a thread pool (zstd and the C kernels release the GIL) while the
-scan goes on. `verify` then applies the outcomes in validate's order (stream
-by stream, file order within one), so every report is the serial one. Without
-a Checker (or when the file shrank after the scan) the frames are read again.
+checked while the scan holds its bytes, so nothing is read twice. On several
+threads, compressed frames are checked after the scan instead, read again, on
+a thread pool (zstd, pread and the C kernels release the GIL). `verify` then
+applies the outcomes in validate's order (stream by stream, file order within
+one), so every report is the serial one. Without a Checker (or when the file
+shrank after the scan) every frame is read again.
 """
 
 import dataclasses
@@ -162,28 +163,21 @@ def _check_chunk(task, lazy=True):
             for plan, stream, fl, claimed in task]
 
 
-def _check_copies(task):
-    return [check_frame(plan, header, _slicer(stored)) for plan, header, stored in task]
-
-
 def _slicer(stored):
     return lambda k: stored if k is None else stored[:k]
 
 
 class Checker:
     """LogbFile's on_data hook: every accepted DATA frame checked while the
-    scan holds its bytes. With `jobs` > 1, compressed frames (copied: the
-    scan's window is reused) are checked on a pool of that many threads; a
-    frame stored as is is a few µs of Python, checked at once. A context
-    manager: leaving it stops the checks still queued."""
+    scan holds its bytes. With `jobs` > 1 a compressed frame is left to
+    verify, which reads it again and checks it on `jobs` threads once the scan
+    is done: checks alongside the scan contend with it for the GIL, and were
+    slower than the scan alone then the pool alone (measured on 2 cores)."""
 
     def __init__(self, jobs=1):
         self._plans = {}  # id(stream) -> _Plan
         self._outcomes = {}  # DATA offset -> check_frame's outcome
-        # jobs - 1 threads: the scan keeps a core busy, and joins in once it is done (outcomes)
-        self._pool = ThreadPoolExecutor(jobs - 1) if jobs > 1 else None
-        self._batch = []  # (offset, (plan, header, stored copy)) waiting for a pool task
-        self._tasks = []  # (offsets, future)
+        self._compressed = jobs == 1  # checked here too
 
     def plan(self, stream):
         plan = self._plans.get(id(stream))
@@ -199,39 +193,12 @@ class Checker:
             n = plan.record_size
             self._outcomes[fl.offset] = None, payload[DATA_HEADER_SIZE : DATA_HEADER_SIZE + n].tobytes() \
                 if header.record_count else None
-            return
-        stored = payload[DATA_HEADER_SIZE:]
-        if self._pool is None or header.codec == Codec.none:
-            self._outcomes[fl.offset] = check_frame(plan, header, _slicer(stored))
-            return
-        self._batch.append((fl.offset, (plan, header, bytes(stored))))
-        if len(self._batch) == _CHUNK:
-            self._submit()
-
-    def _submit(self):
-        task = [t for _o, t in self._batch]
-        self._tasks.append(([o for o, _t in self._batch], task, self._pool.submit(_check_copies, task)))
-        self._batch = []
+        elif self._compressed or header.codec == Codec.none:
+            self._outcomes[fl.offset] = check_frame(plan, header, _slicer(payload[DATA_HEADER_SIZE:]))
 
     def outcomes(self):
-        """Every checked frame's outcome by offset: the tasks no thread has
-        started are checked here, alongside the pool's threads."""
-        if self._batch:
-            self._submit()
-        for offsets, task, future in self._tasks:
-            self._outcomes.update(zip(offsets, _check_copies(task) if future.cancel() else future.result()))
-        self._tasks = []
+        """Every checked frame's outcome by offset."""
         return self._outcomes
-
-    def close(self):
-        if self._pool is not None:
-            self._pool.shutdown(cancel_futures=True)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
 
 def _still_holds(f, work):

@@ -25,8 +25,8 @@ def add_arguments(p):
     p.add_argument("file", help="a .logb file, or - for standard input")
     p.add_argument("--json", action="store_true", help="print the verdict as one JSON object")
     p.add_argument("--jobs", type=_jobs, default=default_jobs(), metavar="N",
-                   help="N threads (default: the CPU count): N > 1 reads the file ahead of the scan on one and "
-                        "checks compressed DATA frames on N - 1; the verdict is the same for any N")
+                   help="N threads (default: the CPU count): N > 1 reads the file ahead of the scan on one, "
+                        "then checks compressed DATA frames on N; the verdict is the same for any N")
     add_recover(p)
 
 
@@ -38,8 +38,8 @@ def _jobs(text):
 
 
 def run(args, out):
-    with Checker(args.jobs) as checker, \
-            open_logb(args.file, recover=args.recover, on_data=checker, readahead=args.jobs > 1) as f:
+    checker = Checker(args.jobs)
+    with open_logb(args.file, recover=args.recover, on_data=checker, readahead=args.jobs > 1) as f:
         verify(f, args.jobs, checker)
         rep = f.report
         ok = intact(f)
