@@ -118,9 +118,8 @@ def main(argv=None):
         f"file ({os.cpu_count()} CPUs, C backend, CRC {_backend.active.crc_impl}, page cache warm), best of "
         f"{args.runs} runs; 1-minute load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after (the "
         "machine is shared: other work takes cores from the 2-job runs). *verify*: `logb verify --jobs N FILE` "
-        "in-process, open included: every DATA frame checked while the scan holds its bytes; with N > 1 the file "
-        "is read and CRC'd ahead of the scan on a thread, and compressed frames are checked after the scan on N "
-        "threads (read again). Floors, same run: "
+        "in-process, open included: every DATA frame checked while the scan holds its bytes, except that with "
+        "N > 1 compressed frames are checked after the scan on N threads (read again). Floors, same run: "
         "codec none, the file read in 16 MiB windows and CRC-32C'd; zstd, every DATA frame's stored bytes read "
         "and zstd-decompressed (frames found beforehand, untimed). *open*: opening the file alone (the scan: "
         "read, CRC, frame table, INDEX). GB = 10⁹ bytes. Goals: ≥ 0.8× the floor, ≥ 1.7× with 2 cores.\n",

@@ -335,8 +335,10 @@ class LogbFile(SourceReader):
     `on_data(stream, FrameLoc, payload)` is called for each DATA frame the
     scan accepts, with a view of its payload valid only during the call
     (logb.verify checks frames while their bytes are in memory).
-    `readahead`: a file read by window is read on a thread a few windows
-    ahead of the scan (worth it with a core to spare).
+    `readahead`: a file read by window is read and walked (CRCs, frame
+    table) on a thread a few windows ahead of the scan; the scan's own CPU time
+    halves, but on a shared 2-core machine the wall time did not improve (the
+    thread waits for the GIL a few times a window), so nothing turns it on yet.
 
     A file larger than source.HOLD_MAX is not held: the scan reads it by
     window and each DATA frame is read again when decoded (source.py), so
