@@ -2,6 +2,7 @@
 write the unit's parts. Specs and results are plain data, so they cross process boundaries."""
 
 import fnmatch
+import gc
 import io
 import os
 from dataclasses import dataclass, field
@@ -94,6 +95,10 @@ def run_unit(spec):
     while True:
         result = _attempt(spec, failed)
         if result is not None:
+            # a reader's objects refer to each other (a stream to its file): collected now, the
+            # window's bytes and tables go before the next task, not whenever the collector
+            # next runs (a pool worker grew 195 -> 365 MB over 18 tasks without this)
+            gc.collect()
             return result
 
 
