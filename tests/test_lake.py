@@ -644,3 +644,12 @@ def test_copies_in_one_run_shorter_files_and_shared_sessions(fleet, tmp_path, ca
     ingest([str(up / "cat.logb")], lake)
     assert main(["lake", "info", lake]) == 0
     assert "is in 2 sources" in capsys.readouterr().out
+
+
+def test_object_columns_keep_their_kind():
+    from logb.lake.tables import _values
+
+    texts = _values(pa, np.array(["idle", None, "drive"], dtype=object))
+    blobs = _values(pa, np.array([b"\x00\x01", b""], dtype=object))
+    assert texts.type == pa.string() and texts.to_pylist() == ["idle", None, "drive"]
+    assert blobs.type == pa.binary() and blobs.to_pylist() == [b"\x00\x01", b""]

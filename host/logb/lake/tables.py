@@ -125,13 +125,13 @@ def _field(pa, name, arr, unit="", conversion=None, description=""):
 
 
 def _values(pa, col):
-    """An Arrow array of a numpy column: masked cells are nulls, object columns strings."""
+    """An Arrow array of a numpy column: masked cells are nulls, object columns strings or bytes."""
     if isinstance(col, np.ma.MaskedArray):
         mask = np.ma.getmaskarray(col)
         return pa.array(np.ma.getdata(col), mask=mask if mask.any() else None)
     col = np.asarray(col)
-    if col.dtype == object:
-        return pa.array(col.tolist(), pa.string())
+    if col.dtype == object:  # labels (str), variable-length bytes fields (bytes), None
+        return pa.array(col.tolist())
     if col.dtype.kind == "u" and col.dtype.itemsize == 8:
         return pa.array(col, pa.uint64())
     if col.ndim > 1:  # a fixed array field: one list per row
