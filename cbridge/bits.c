@@ -266,6 +266,39 @@ static int extract_direct(const uint8_t *p, size_t n, size_t rs, size_t bs, cons
 }
 #endif
 
+#if LOGB_SPECIALISE
+/* A row-major field of whole bytes the size of its element (no shift, mask or
+ * sign extension to do): one load per record, byte-swapped when big. Most
+ * fields at their native width are this (a CAN frame's id, dlc, flags, data).
+ * Returns 0 when the field is not one. */
+static int extract_copy(const uint8_t *p, size_t n, size_t rs, size_t bs, const window_t *w, uint32_t width,
+                        int big, int kind, uint8_t *o, size_t os)
+{
+    size_t i;
+    const unsigned es = (unsigned)kind & LOGB_KIND_SIZE_MASK;
+    if (bs != 1 || (kind & LOGB_KIND_BOOL) || w->shift != 0 || w->k != es || width != 8 * es)
+        return 0;
+#define LOGB_COPY(T, K)                                                                 \
+    if (big)                                                                            \
+        for (i = 0; i < n; i++)                                                         \
+            *(T *)(void *)(o + i * os) = (T)ROW_BE(p + i * rs, K);                      \
+    else if (os == (K))                                                                 \
+        for (i = 0; i < n; i++)                                                         \
+            ((T *)(void *)o)[i] = (T)ROW_LE(p + i * rs, K);                             \
+    else                                                                                \
+        for (i = 0; i < n; i++)                                                         \
+            *(T *)(void *)(o + i * os) = (T)ROW_LE(p + i * rs, K);                      \
+    return 1
+    switch (es) {
+    case 1: LOGB_COPY(uint8_t, 1);
+    case 2: LOGB_COPY(uint16_t, 2);
+    case 4: LOGB_COPY(uint32_t, 4);
+    default: LOGB_COPY(uint64_t, 8);
+    }
+#undef LOGB_COPY
+}
+#endif
+
 int logb_extract(const uint8_t *base, size_t n, size_t rs, size_t bs, uint32_t bit_offset, uint32_t width,
                  int big, int kind, void *out, size_t ostride)
 {
@@ -276,6 +309,8 @@ int logb_extract(const uint8_t *base, size_t n, size_t rs, size_t bs, uint32_t b
         return LOGB_EINVAL;
     base += (size_t)w.first * bs;
 #if LOGB_SPECIALISE
+    if (extract_copy(base, n, rs, bs, &w, width, big, kind, (uint8_t *)out, ostride))
+        return LOGB_OK;
     if ((kind & (LOGB_KIND_SIZE_MASK | LOGB_KIND_BOOL)) == 8 && ostride == 8) {
         uint64_t sign = (kind & LOGB_KIND_SIGNED) && width < 64 ? (uint64_t)1 << (width - 1) : 0;
         if (extract_direct(base, n, rs, bs, &w, big, sign, (uint64_t *)out))
@@ -306,6 +341,41 @@ int logb_extract_many(const uint8_t *base, size_t n, size_t rs, size_t bs, const
     for (i = 0; i < count; i++)
         (void)logb_extract(base, n, rs, bs, specs[i].bit_offset, specs[i].width, specs[i].big, specs[i].kind,
                            (void *)outs[2 * i], (size_t)outs[2 * i + 1]);
+    return LOGB_OK;
+}
+
+/* The same fields of several runs of row-major records into one set of
+ * columns (logb_cbridge.h): one call for a file's uncompressed DATA frames. */
+int logb_extract_frames(const uint8_t *buf, size_t nruns, const uint64_t *starts, const uint64_t *counts,
+                        size_t size, const logb_field_spec *specs, size_t count, const uintptr_t *outs,
+                        uint64_t scale, const uint64_t *bases)
+{
+    size_t r, i, j, done = 0;
+    window_t w;
+    for (i = 0; i < count; i++)
+        if (field_window(specs[i].bit_offset, specs[i].width, specs[i].big, &w) != LOGB_OK
+            || check_kind(specs[i].kind, specs[i].width, 1) != LOGB_OK)
+            return LOGB_EINVAL;
+    if (bases && (!count || (specs[count - 1].kind & (LOGB_KIND_SIZE_MASK | LOGB_KIND_BOOL)) != 8))
+        return LOGB_EINVAL;
+    for (r = 0; r < nruns; r++) {
+        const uint8_t *records = buf + starts[r];
+        const size_t n = (size_t)counts[r];
+        for (i = 0; i < count; i++)
+            (void)logb_extract(records, n, size, 1, specs[i].bit_offset, specs[i].width, specs[i].big,
+                               specs[i].kind, (uint8_t *)outs[2 * i] + done * outs[2 * i + 1],
+                               (size_t)outs[2 * i + 1]);
+        if (bases) { /* the axis, while this run's values are in cache */
+            uint8_t *a = (uint8_t *)outs[2 * count - 2] + done * outs[2 * count - 1];
+            const size_t as = (size_t)outs[2 * count - 1];
+            const uint64_t base = bases[r];
+            for (j = 0; j < n; j++) {
+                uint64_t *v = (uint64_t *)(void *)(a + j * as);
+                *v = *v * scale + base;
+            }
+        }
+        done += n;
+    }
     return LOGB_OK;
 }
 

@@ -75,6 +75,18 @@ typedef struct {
 int logb_extract_many(const uint8_t *base, size_t n, size_t rs, size_t bs,
                       const logb_field_spec *specs, size_t count, const uintptr_t *outs);
 
+/* logb_extract_many of several runs of row-major `size`-byte records (a
+ * file's uncompressed DATA frames, read in place) into one set of columns:
+ * run r is the counts[r] records at buf + starts[r], and its values follow
+ * run r-1's in every output (field i's first element at outs[2*i], elements
+ * outs[2*i + 1] bytes apart). `bases` (NULL: none) makes the last field a time
+ * axis: its 8-byte elements of run r become value * scale + bases[r], mod
+ * 2^64. LOGB_EINVAL (nothing written) if any spec is invalid, or the last is
+ * not of 8-byte elements when `bases` is given. */
+int logb_extract_frames(const uint8_t *buf, size_t nruns, const uint64_t *starts, const uint64_t *counts,
+                        size_t size, const logb_field_spec *specs, size_t count, const uintptr_t *outs,
+                        uint64_t scale, const uint64_t *bases);
+
 /* The inverse: store in[i * istride bytes] (element of `kind`, sign-extended
  * when LOGB_KIND_SIGNED) into the field of each record, masked to the field
  * width; bits outside the field are left as they are. */

@@ -76,6 +76,23 @@ class CKernels(Kernels):
         if rc:
             raise ValueError("logb_extract_many: invalid field")
 
+    def _extract_frames(self, buf, starts, counts, plan, outs, scale, bases):
+        ffi = self.ffi
+        specs = plan.native
+        if specs is None:
+            specs = plan.native = ffi.new("logb_field_spec[]", [s[:4] for s in plan.specs])
+        where = []
+        for out, spec in zip(outs, plan.specs):
+            where += (out.__array_interface__["data"][0] + spec[4], out.strides[0])
+        u64 = "uint64_t *"
+        with ffi.from_buffer("uint8_t[]", buf) as p:
+            rc = self.lib.logb_extract_frames(
+                p, starts.shape[0], self._ptr(starts, 0, u64), self._ptr(counts, 0, u64), plan.size, specs,
+                len(outs), ffi.new("uintptr_t[]", where), scale,
+                ffi.NULL if bases is None else self._ptr(bases, 0, u64))
+        if rc:
+            raise ValueError("logb_extract_frames: invalid field")
+
     def _pack(self, records, offset, width, big, kind, values, in_offset):
         rs, bs = records.strides
         rc = self.lib.logb_pack(self._ptr(records), records.shape[0], rs, bs, offset, width, 1 if big else 0,

@@ -131,6 +131,20 @@ class PyKernels(Kernels):
         for out, (offset, width, big, kind, out_offset) in zip(outs, plan.specs):
             self._extract(records, offset, width, big, kind, out, out_offset)
 
+    def _extract_frames(self, buf, starts, counts, plan, outs, scale, bases):
+        done = 0
+        for r, (start, n) in enumerate(zip(starts.tolist(), counts.tolist())):
+            if not n:
+                continue
+            records = np.frombuffer(buf, np.uint8, n * plan.size, start).reshape(n, plan.size)
+            part = [out[done : done + n] for out in outs]
+            self._extract_many(records, plan, part)
+            if bases is not None:
+                axis = part[-1].view(_U64)
+                np.multiply(axis, _U64(scale), out=axis)
+                np.add(axis, bases[r], out=axis)
+            done += n
+
     def _pack(self, records, offset, width, big, kind, values, in_offset):
         src = _element(values, in_offset, kind & KIND_SIZE_MASK, signed=bool(kind & KIND_SIGNED))
         v = src.astype(_U64)  # a signed element is sign-extended first

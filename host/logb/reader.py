@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import batch as batchmod
 from . import codecs, convert
 from . import fields as fieldsmod
 from .batch import decode_batch, frame_axis_span, header_problem
@@ -191,10 +192,15 @@ class Stream:
                 raise MalformedPayloadError(f"DATA frame at offset {fl.offset}: {exc}") from exc
             self._drop(fl, str(exc))
             return None
-        claimed = self._file._index_axes.get(fl.offset)
-        if claimed is not None and batch.count and pack_axis(batch.axis[0], self.schema.is_time) != claimed:
-            self._file._index_disagrees(fl.offset)
+        if batch.count:
+            self._check_index(fl, batch.axis[0])
         return batch
+
+    def _check_index(self, fl, first_axis):
+        """Compare a decoded frame's first axis value with what an INDEX claims for it."""
+        claimed = self._file._index_axes.get(fl.offset)
+        if claimed is not None and pack_axis(first_axis, self.schema.is_time) != claimed:
+            self._file._index_disagrees(fl.offset)
 
     def _drop(self, fl, reason):
         if not fl.dropped:
@@ -262,23 +268,52 @@ class Columns:
         run_id = np.empty(total, np.uint32)
         session = np.empty(total, np.int32)
         columns = [*raw.values(), axis, run_id, session]
-        pos = 0
-        for fl in frames:
+        # Uncompressed frames of a held file are decoded where they lie, a run
+        # of them per kernel call (batch.decode_in_place); the others one by one.
+        held = stream._file._held
+        fast = batchmod.in_place_plan(schema, fields, wide) if held is not None else None
+        if fast is not None and any(extra and fieldsmod.as_items(raw[f.name]) is None for f, _, _, extra in fast.order):
+            fast = None
+
+        def place(fl, at, pos, n):
+            """The frame decoded into rows [at, at + n): its run and session, and
+            its records in `window` moved down to `pos`. The rows now filled."""
+            run_id[at:at + n] = fl.header.run_id
+            session[at:at + n] = stream.session_of(fl).index
+            if window is not None:
+                keep = (axis[at:at + n] >= window[0]) & (axis[at:at + n] <= window[1])
+                if not keep.all() or at != pos:
+                    kept = int(keep.sum())
+                    for col in columns:
+                        col[pos:pos + kept] = col[at:at + n][keep]
+                    return pos + kept
+            return pos + n
+
+        pos, run = 0, []  # run: frames for one decode_in_place call
+        for fl in [*frames, None]:
+            if fl is not None and fast is not None and batchmod.in_place(schema, fast, fl.header, fl.payload_len):
+                run.append(fl)
+                continue
+            if run:
+                m = sum(r.header.record_count for r in run)
+                batchmod.decode_in_place(schema, fast, held, [(r.stored_slice[0], r.header) for r in run],
+                                      {k: v[pos:pos + m] for k, v in raw.items()}, axis[pos:pos + m])
+                at = pos
+                for r in run:
+                    n = r.header.record_count
+                    if n:
+                        stream._check_index(r, axis[at])
+                    pos = place(r, at, pos, n)
+                    at += n
+                run = []
+            if fl is None:
+                break
             n = fl.header.record_count
             out = ({k: v[pos:pos + n] for k, v in raw.items()}, axis[pos:pos + n])
             ok = stream.decode_frame(fl, fields, out, wide) is not None
             del out  # no view of the columns may outlive the loop: they are resized below
-            if not ok:
-                continue  # rejected (reported); the next frame reuses the slots
-            run_id[pos:pos + n] = fl.header.run_id
-            session[pos:pos + n] = stream.session_of(fl).index
-            if window is not None:
-                keep = (axis[pos:pos + n] >= window[0]) & (axis[pos:pos + n] <= window[1])
-                if not keep.all():
-                    for col in columns:
-                        col[pos:pos + n][:int(keep.sum())] = col[pos:pos + n][keep]
-                    n = int(keep.sum())
-            pos += n
+            if ok:  # else rejected (reported); the next frame reuses the slots
+                pos = place(fl, pos, pos, n)
         if not pos:
             return cls(stream, [], wide)
         if pos != total:
