@@ -223,7 +223,11 @@ class Stream:
 
 
 class Columns:
-    """A stream's records as columns: raw values, physical values, axis, runs."""
+    """A stream's records as columns: raw values, physical values, axis, runs.
+
+    `run_id` and `session` (a value per record) are constant over each
+    frame's records: they are kept as one (count, run_id, session) per frame
+    and spread out when first read."""
 
     def __init__(self, stream, parts, wide=False):
         self.stream = stream
@@ -234,12 +238,28 @@ class Columns:
         self.raw = {n: _concat([b.raw[n] for _, b in parts], self.schema.field_named(n), wide) for n in names}
         axis_dtype = np.int64 if self.schema.is_time else np.float64
         self.axis = np.concatenate([b.axis for _, b in parts]) if parts else np.zeros(0, axis_dtype)
-        self.run_id = np.concatenate(
-            [np.full(b.count, b.run_id, np.uint32) for _, b in parts]) if parts else np.zeros(0, np.uint32)
-        self.session = np.concatenate(
-            [np.full(b.count, stream.session_of(fl).index, np.int32) for fl, b in parts]
-        ) if parts else np.zeros(0, np.int32)
+        self._set_spans([(b.count, b.run_id, stream.session_of(fl).index) for fl, b in parts])
         self._phys = {}
+
+    def _set_spans(self, spans):
+        """[(records, run_id, session index)] of each frame, in record order."""
+        self._spans = (np.array([n for n, _, _ in spans], np.int64), np.array([r for _, r, _ in spans], np.uint32),
+                       np.array([s for _, _, s in spans], np.int32))
+        self._run_id = self._session = None
+
+    @property
+    def run_id(self):
+        """The run_id of each record (uint32)."""
+        if self._run_id is None:
+            self._run_id = np.repeat(self._spans[1], self._spans[0])
+        return self._run_id
+
+    @property
+    def session(self):
+        """The index into LogbFile.sessions of each record's writer session (int32)."""
+        if self._session is None:
+            self._session = np.repeat(self._spans[2], self._spans[0])
+        return self._session
 
     @classmethod
     def decoded(cls, stream, fields=None, window=None, wide=False):
@@ -253,7 +273,7 @@ class Columns:
         total = sum(fl.header.record_count for fl in frames)
         names = [f.name for f in schema.fields if fields is None or f.name in fields]
         shapes = {}
-        per_record = 16  # axis, run_id, session
+        per_record = 16  # axis, and run_id and session once read
         for name in names:
             dtype, extra = fieldsmod.column_dtype(schema.field_named(name), wide)
             shapes[name] = dtype, extra
@@ -265,9 +285,8 @@ class Columns:
             return cls(stream, list(stream.batches(window, fields, wide)), wide)
         raw = {name: np.empty((total, *extra), dtype) for name, (dtype, extra) in shapes.items()}
         axis = np.empty(total, np.int64 if schema.is_time else np.float64)
-        run_id = np.empty(total, np.uint32)
-        session = np.empty(total, np.int32)
-        columns = [*raw.values(), axis, run_id, session]
+        columns = [*raw.values(), axis]
+        spans = []  # (records kept, run_id, session) of each frame decoded
         # Uncompressed frames of a held file are decoded where they lie, a run
         # of them per kernel call (batch.decode_in_place); the others one by one.
         held = stream._file._held
@@ -276,18 +295,17 @@ class Columns:
             fast = None
 
         def place(fl, at, pos, n):
-            """The frame decoded into rows [at, at + n): its run and session, and
-            its records in `window` moved down to `pos`. The rows now filled."""
-            run_id[at:at + n] = fl.header.run_id
-            session[at:at + n] = stream.session_of(fl).index
+            """The frame decoded into rows [at, at + n): its records in `window`
+            moved down to `pos`, its run and session noted. The rows now filled."""
+            kept = n
             if window is not None:
                 keep = (axis[at:at + n] >= window[0]) & (axis[at:at + n] <= window[1])
                 if not keep.all() or at != pos:
                     kept = int(keep.sum())
                     for col in columns:
                         col[pos:pos + kept] = col[at:at + n][keep]
-                    return pos + kept
-            return pos + n
+            spans.append((kept, fl.header.run_id, stream.session_of(fl).index))
+            return pos + kept
 
         pos, run = 0, []  # run: frames for one decode_in_place call
         for fl in [*frames, None]:
@@ -297,7 +315,7 @@ class Columns:
             if run:
                 m = sum(r.header.record_count for r in run)
                 batchmod.decode_in_place(schema, fast, held, [(r.stored_slice[0], r.header) for r in run],
-                                      {k: v[pos:pos + m] for k, v in raw.items()}, axis[pos:pos + m])
+                                         {k: v[pos:pos + m] for k, v in raw.items()}, axis[pos:pos + m])
                 at = pos
                 for r in run:
                     n = r.header.record_count
@@ -321,7 +339,8 @@ class Columns:
                 col.resize((pos, *col.shape[1:]), refcheck=False)
         self = cls.__new__(cls)
         self.stream, self.schema = stream, schema
-        self.raw, self.axis, self.run_id, self.session = raw, axis, run_id, session
+        self.raw, self.axis = raw, axis
+        self._set_spans(spans)
         self._phys = {}
         return self
 
