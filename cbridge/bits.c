@@ -267,28 +267,35 @@ static int extract_direct(const uint8_t *p, size_t n, size_t rs, size_t bs, cons
 #endif
 
 #if LOGB_SPECIALISE
-/* A row-major field of whole bytes the size of its element (no shift, mask or
- * sign extension to do): one load per record, byte-swapped when big. Most
- * fields at their native width are this (a CAN frame's id, dlc, flags, data).
- * Returns 0 when the field is not one. */
+/* A field of whole bytes the size of its element (no shift, mask or sign
+ * extension to do), row-major or planar (a transposed frame read in place):
+ * one window per record, byte-swapped when big. Most fields at their native
+ * width are this (a CAN frame's id, dlc, flags, data). Returns 0 when the
+ * field or the layout is not one. */
 static int extract_copy(const uint8_t *p, size_t n, size_t rs, size_t bs, const window_t *w, uint32_t width,
                         int big, int kind, uint8_t *o, size_t os)
 {
     size_t i;
     const unsigned es = (unsigned)kind & LOGB_KIND_SIZE_MASK;
-    if (bs != 1 || (kind & LOGB_KIND_BOOL) || w->shift != 0 || w->k != es || width != 8 * es)
+    if ((bs != 1 && rs != 1) || (kind & LOGB_KIND_BOOL) || w->shift != 0 || w->k != es || width != 8 * es)
         return 0;
-#define LOGB_COPY(T, K)                                                                 \
+#define LOGB_STORE(T, K, LE, BE)                                                        \
     if (big)                                                                            \
         for (i = 0; i < n; i++)                                                         \
-            *(T *)(void *)(o + i * os) = (T)ROW_BE(p + i * rs, K);                      \
+            *(T *)(void *)(o + i * os) = (T)BE;                                         \
     else if (os == (K))                                                                 \
         for (i = 0; i < n; i++)                                                         \
-            ((T *)(void *)o)[i] = (T)ROW_LE(p + i * rs, K);                             \
+            ((T *)(void *)o)[i] = (T)LE;                                                \
     else                                                                                \
         for (i = 0; i < n; i++)                                                         \
-            *(T *)(void *)(o + i * os) = (T)ROW_LE(p + i * rs, K);                      \
+            *(T *)(void *)(o + i * os) = (T)LE;                                         \
     return 1
+#define LOGB_COPY(T, K)                                                                 \
+    if (bs == 1) {                                                                      \
+        LOGB_STORE(T, K, ROW_LE(p + i * rs, K), ROW_BE(p + i * rs, K));                 \
+    } else {                                                                            \
+        LOGB_STORE(T, K, win_le(p + i, bs, K), win_be(p + i, bs, K));                   \
+    }
     switch (es) {
     case 1: LOGB_COPY(uint8_t, 1);
     case 2: LOGB_COPY(uint16_t, 2);
@@ -296,6 +303,7 @@ static int extract_copy(const uint8_t *p, size_t n, size_t rs, size_t bs, const 
     default: LOGB_COPY(uint64_t, 8);
     }
 #undef LOGB_COPY
+#undef LOGB_STORE
 }
 #endif
 

@@ -19,6 +19,7 @@ from logb import source
 from logb.tables import FIELD_FLAG_VARIABLE, Codec, Filter
 
 from _frames import DATA_AXIS_BASE, patch, walk
+from test_bits import ref_get, ref_signed
 
 SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -126,6 +127,30 @@ def test_extract_frames_rejects_what_would_reach_outside_its_buffers():
         k.extract_frames(data, starts, counts, narrow, [np.empty(8, np.uint16)], 1, np.zeros(2, np.uint64))
     with pytest.raises(ValueError):
         k.extract_frames(data, starts, counts, plan, [outs[0], outs[1][:8].view(np.uint64)[::-1]])
+
+
+@pytest.mark.parametrize("planar", [False, True])
+@pytest.mark.parametrize("strided", [False, True])
+def test_whole_byte_fields_at_their_element_size(planar, strided):
+    """bits.c copies a field of whole bytes the size of its element without shift
+    or mask (extract_copy), row-major and planar, either byte order, signed or not,
+    into contiguous or strided outputs: the oracle's values all the same."""
+    k = _backend.active
+    rng = np.random.default_rng(3)
+    size, n = 23, 37
+    data = rng.integers(0, 256, (n, size), np.uint8)
+    recs = np.ascontiguousarray(data.T).T if planar else data
+    rows = [bytes(r) for r in data]
+    for elem in (1, 2, 4, 8):
+        for byte in (0, 3, size - elem):
+            for big in (False, True):
+                for signed in (False, True):
+                    dtype = f"{'i' if signed else 'u'}{elem}"
+                    out = np.zeros(2 * n, dtype)[::2] if strided else np.zeros(n, dtype)
+                    kind = elem | (0x10 if signed else 0)
+                    k.extract(recs, 8 * byte, 8 * elem, big, kind, out)
+                    raw = [ref_get(r, 8 * byte, 8 * elem, big) for r in rows]
+                    assert out.tolist() == ([ref_signed(v, 8 * elem) for v in raw] if signed else raw)
 
 
 # ---------------------------------------------------------------- columns()
