@@ -352,9 +352,9 @@ int logb_extract_many(const uint8_t *base, size_t n, size_t rs, size_t bs, const
     return LOGB_OK;
 }
 
-/* The same fields of several runs of row-major records into one set of
- * columns (logb_cbridge.h): one call for a file's uncompressed DATA frames. */
-int logb_extract_frames(const uint8_t *buf, size_t nruns, const uint64_t *starts, const uint64_t *counts,
+/* The same fields of several runs of records into one set of columns
+ * (logb_cbridge.h): one call for many DATA frames. */
+int logb_extract_frames(const uintptr_t *runs, const uint64_t *counts, const uint8_t *planar, size_t nruns,
                         size_t size, const logb_field_spec *specs, size_t count, const uintptr_t *outs,
                         uint64_t scale, const uint64_t *bases)
 {
@@ -367,11 +367,12 @@ int logb_extract_frames(const uint8_t *buf, size_t nruns, const uint64_t *starts
     if (bases && (!count || (specs[count - 1].kind & (LOGB_KIND_SIZE_MASK | LOGB_KIND_BOOL)) != 8))
         return LOGB_EINVAL;
     for (r = 0; r < nruns; r++) {
-        const uint8_t *records = buf + starts[r];
+        const uint8_t *records = (const uint8_t *)runs[r];
         const size_t n = (size_t)counts[r];
+        const int rows = !planar || !planar[r];
         for (i = 0; i < count; i++)
-            (void)logb_extract(records, n, size, 1, specs[i].bit_offset, specs[i].width, specs[i].big,
-                               specs[i].kind, (uint8_t *)outs[2 * i] + done * outs[2 * i + 1],
+            (void)logb_extract(records, n, rows ? size : 1, rows ? 1 : n, specs[i].bit_offset, specs[i].width,
+                               specs[i].big, specs[i].kind, (uint8_t *)outs[2 * i] + done * outs[2 * i + 1],
                                (size_t)outs[2 * i + 1]);
         if (bases) { /* the axis, while this run's values are in cache */
             uint8_t *a = (uint8_t *)outs[2 * count - 2] + done * outs[2 * count - 1];

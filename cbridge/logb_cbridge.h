@@ -75,15 +75,17 @@ typedef struct {
 int logb_extract_many(const uint8_t *base, size_t n, size_t rs, size_t bs,
                       const logb_field_spec *specs, size_t count, const uintptr_t *outs);
 
-/* logb_extract_many of several runs of row-major `size`-byte records (a
- * file's uncompressed DATA frames, read in place) into one set of columns:
- * run r is the counts[r] records at buf + starts[r], and its values follow
- * run r-1's in every output (field i's first element at outs[2*i], elements
- * outs[2*i + 1] bytes apart). `bases` (NULL: none) makes the last field a time
- * axis: its 8-byte elements of run r become value * scale + bases[r], mod
- * 2^64. LOGB_EINVAL (nothing written) if any spec is invalid, or the last is
- * not of 8-byte elements when `bases` is given. */
-int logb_extract_frames(const uint8_t *buf, size_t nruns, const uint64_t *starts, const uint64_t *counts,
+/* logb_extract_many of several runs of `size`-byte records (DATA frames:
+ * read in place, or decompressed) into one set of columns: run r is the
+ * counts[r] records at address runs[r], row-major, or planar when planar[r]
+ * is non-zero (a transposed frame: byte j of record i at j * counts[r] + i;
+ * planar NULL: every run row-major), and its values follow run r-1's in
+ * every output (field i's first element at outs[2*i], elements outs[2*i + 1]
+ * bytes apart). `bases` (NULL: none) makes the last field a time axis: its
+ * 8-byte elements of run r become value * scale + bases[r], mod 2^64.
+ * LOGB_EINVAL (nothing written) if any spec is invalid, or the last is not
+ * of 8-byte elements when `bases` is given. */
+int logb_extract_frames(const uintptr_t *runs, const uint64_t *counts, const uint8_t *planar, size_t nruns,
                         size_t size, const logb_field_spec *specs, size_t count, const uintptr_t *outs,
                         uint64_t scale, const uint64_t *bases);
 

@@ -1,9 +1,10 @@
-"""Uncompressed frames decoded where they lie (Kernels.extract_frames, bits.c's
-logb_extract_frames; batch.decode_in_place, Columns.decoded's runs of frames):
-the kernel against extract_many run by run and the C backend against the numpy
-one, and columns() through it against columns() frame by frame — every field
-type, windows, wide, field subsets, mixed codecs and filters, sessions and
-runs, rejected frames, an INDEX that disagrees, a file read by window."""
+"""Runs of frames decoded in one kernel call (Kernels.extract_frames, bits.c's
+logb_extract_frames; batch.decode_run, Columns.decoded's runs of frames, read
+in place or decompressed): the kernel against extract_many run by run and the
+C backend against the numpy one, and columns() through it against columns()
+frame by frame — every field type, windows, wide, field subsets, mixed codecs
+and filters, sessions and runs, rejected frames, a frame that does not
+decompress, an INDEX that disagrees, a file read by window."""
 
 import io
 
@@ -36,13 +37,18 @@ def frame_runs(draw):
         signed = draw(st.booleans())
         elem = draw(st.sampled_from([s for s in (1, 2, 4, 8) if 8 * s >= width]))
         specs.append((offset, width, draw(st.booleans()), elem | (0x10 if signed else 0), 0))
-    # runs of records with gaps between them (a frame's header and CRC), some empty
+    # runs of records with gaps between them (a frame's header and CRC), some empty, some planar,
+    # in one buffer (a held file) or each in its own (decompressed frames)
     runs, pos = [], draw(st.integers(0, 9))
     for _ in range(draw(st.integers(0, 6))):
         n = draw(st.integers(0, 40))
-        runs.append((pos, n))
+        runs.append((pos, n, draw(st.booleans())))
         pos += n * size + draw(st.integers(0, 9))
     data = draw(st.binary(min_size=pos, max_size=pos))
+    if draw(st.booleans()):
+        data = [data] * len(runs)
+    else:
+        data = [bytes(data[:start + n * size]) for start, n, _planar in runs]
     axis = draw(st.booleans())
     if axis:  # the time axis: an 8-byte element last, scaled, plus a base per run
         width = draw(st.integers(1, min(64, 8 * size)))
@@ -61,11 +67,12 @@ def _run_by_run(size, specs, runs, data, scale, bases):
     """extract_many of each run, then the axis arithmetic in Python ints."""
     k = _backend.active
     plan = k.plan(size, specs)
-    outs = _outs(specs, sum(n for _, n in runs))
+    outs = _outs(specs, sum(n for _, n, _ in runs))
     done = 0
-    for r, (start, n) in enumerate(runs):
+    for r, (start, n, planar) in enumerate(runs):
         if n:
-            recs = np.frombuffer(data, np.uint8, n * size, start).reshape(n, size)
+            flat = np.frombuffer(data[r], np.uint8, n * size, start)
+            recs = np.ascontiguousarray(flat.reshape(size, n).T) if planar else flat.reshape(n, size)
             k.extract_many(recs, plan, [o[done:done + n] for o in outs])
         if bases is not None:
             axis = outs[-1].view(np.uint64)
@@ -76,11 +83,9 @@ def _run_by_run(size, specs, runs, data, scale, bases):
 
 def _in_one_call(size, specs, runs, data, scale, bases):
     k = _backend.active
-    outs = _outs(specs, sum(n for _, n in runs))
-    starts = np.array([s for s, _ in runs], np.uint64)
-    counts = np.array([n for _, n in runs], np.uint64)
-    k.extract_frames(data, starts, counts, k.plan(size, specs), outs, scale,
-                     None if bases is None else np.array(bases, np.uint64))
+    outs = _outs(specs, sum(n for _, n, _ in runs))
+    k.extract_frames([(buf, start, n, planar) for buf, (start, n, planar) in zip(data, runs)], k.plan(size, specs),
+                     outs, scale, None if bases is None else np.array(bases, np.uint64))
     return outs
 
 
@@ -107,26 +112,26 @@ def test_extract_frames_rejects_what_would_reach_outside_its_buffers():
     k = _backend.active
     data = bytes(range(40))
     plan = k.plan(4, [(0, 16, False, 2, 0), (16, 16, False, 8, 0)])
-    starts, counts = np.array([0, 20], np.uint64), np.array([3, 5], np.uint64)
+    runs = [(data, 0, 3, False), (data[20:], 0, 5, False)]
     outs = [np.empty(8, np.uint16), np.empty(8, np.uint64)]
-    k.extract_frames(data, starts, counts, plan, outs, 3, np.array([1, 2], np.uint64))
+    k.extract_frames(runs, plan, outs, 3, np.array([1, 2], np.uint64))
     assert outs[1].tolist() == [(r[2] | r[3] << 8) * 3 + (1 if i < 3 else 2)
                                 for i, r in enumerate([data[j:j + 4] for j in (0, 4, 8, 20, 24, 28, 32, 36)])]
-    with pytest.raises(ValueError):  # the second run ends past the buffer
-        k.extract_frames(data, starts, np.array([3, 6], np.uint64), plan, outs)
+    with pytest.raises(ValueError):  # the second run ends past its buffer
+        k.extract_frames([runs[0], (data, 20, 6, False)], plan, [np.empty(9, np.uint16), np.empty(9, np.uint64)])
+    with pytest.raises(ValueError):
+        k.extract_frames([(data, -4, 1, False)], plan, [np.empty(1, np.uint16), np.empty(1, np.uint64)])
     with pytest.raises(ValueError):  # outputs of another length than the runs' records
-        k.extract_frames(data, starts, counts, plan, [np.empty(7, np.uint16), np.empty(7, np.uint64)])
+        k.extract_frames(runs, plan, [np.empty(7, np.uint16), np.empty(7, np.uint64)])
     with pytest.raises(ValueError):  # one output too few
-        k.extract_frames(data, starts, counts, plan, outs[:1])
+        k.extract_frames(runs, plan, outs[:1])
     with pytest.raises(TypeError):
-        k.extract_frames(data, starts.astype(np.int64), counts, plan, outs)
-    with pytest.raises(TypeError):
-        k.extract_frames(data, starts, counts, plan, outs, 1, np.array([1], np.uint64))
+        k.extract_frames(runs, plan, outs, 1, np.array([1], np.uint64))
     narrow = k.plan(4, [(16, 16, False, 2, 0)])
     with pytest.raises(ValueError):  # an axis of 2-byte elements
-        k.extract_frames(data, starts, counts, narrow, [np.empty(8, np.uint16)], 1, np.zeros(2, np.uint64))
+        k.extract_frames(runs, narrow, [np.empty(8, np.uint16)], 1, np.zeros(2, np.uint64))
     with pytest.raises(ValueError):
-        k.extract_frames(data, starts, counts, plan, [outs[0], outs[1][:8].view(np.uint64)[::-1]])
+        k.extract_frames(runs, plan, [outs[0], outs[1][:8].view(np.uint64)[::-1]])
 
 
 @pytest.mark.parametrize("planar", [False, True])
@@ -213,7 +218,7 @@ def _columns(path, in_place, **kw):
     """(columns, the report's notes, the stream's rejected count, extract_frames calls)."""
     calls = []
     k = _backend.active
-    real, plan = k.extract_frames, batchmod.in_place_plan
+    real, plan = k.extract_frames, batchmod.run_plan
 
     def counting(*a, **kwa):
         calls.append(1)
@@ -221,7 +226,7 @@ def _columns(path, in_place, **kw):
 
     k.extract_frames = counting
     if not in_place:
-        batchmod.in_place_plan = lambda *a, **kwa: None
+        batchmod.run_plan = lambda *a, **kwa: None
     try:
         with logb.LogbFile(str(path)) as f:
             s = f.stream("rec")
@@ -229,7 +234,7 @@ def _columns(path, in_place, **kw):
             return c, [(n.offset, n.kind, n.message) for n in f.report.notes], s.rejected, len(calls)
     finally:
         del k.extract_frames
-        batchmod.in_place_plan = plan
+        batchmod.run_plan = plan
 
 
 def _same(path, expect_in_place=True, **kw):
@@ -282,10 +287,34 @@ def test_schemas_it_does_not_take_decode_frame_by_frame(tmp_path):
     _same(_file(tmp_path, _schema(fields=FIELDS + (var,))), expect_in_place=False)
 
 
-def test_a_file_read_by_window_decodes_frame_by_frame(tmp_path, monkeypatch):
+def test_a_file_read_by_window(tmp_path, monkeypatch):
+    """Each frame read when decoded (source.HOLD_MAX), runs of them cut at RUN_BYTES."""
     path = _file(tmp_path, _schema())
     monkeypatch.setattr(source, "HOLD_MAX", 0)
-    _same(path, expect_in_place=False)
+    _same(path)
+    monkeypatch.setattr(batchmod, "RUN_BYTES", 1)
+    _same(path, window=(-2_500_000, 2_000_300))
+
+
+def test_runs_cut_short(tmp_path, monkeypatch):
+    monkeypatch.setattr(batchmod, "RUN_BYTES", 5000)
+    _same(_file(tmp_path, _schema()))
+    _same(_file(tmp_path, _schema()), window=(-2_500_000, 2_000_300))
+
+
+def test_a_frame_that_does_not_decompress(tmp_path):
+    """A zstd frame whose bytes are damaged (its CRC refit) is rejected, as frame by frame,
+    between runs decoded around it."""
+    path = _file(tmp_path, _schema())
+    data = path.read_bytes()
+    zstd = _data_frames(data)[LAYOUT.index((Codec.zstd, True))]
+    data = patch(data, zstd, 8 + 28, b"\xff" * 8)  # the zstd frame's magic
+    path.write_bytes(data)
+    c, notes, rejected = _same(path)
+    assert rejected and len(c)
+    with pytest.raises(logb.errors.MalformedPayloadError):
+        with logb.LogbFile(str(path), strict=True) as f:
+            f.stream("rec").columns()
 
 
 def _data_frames(data):

@@ -76,20 +76,27 @@ class CKernels(Kernels):
         if rc:
             raise ValueError("logb_extract_many: invalid field")
 
-    def _extract_frames(self, buf, starts, counts, plan, outs, scale, bases):
-        ffi = self.ffi
+    def _extract_frames(self, runs, plan, outs, scale, bases):
+        ffi, np = self.ffi, self._np
         specs = plan.native
         if specs is None:
             specs = plan.native = ffi.new("logb_field_spec[]", [s[:4] for s in plan.specs])
         where = []
         for out, spec in zip(outs, plan.specs):
             where += (out.__array_interface__["data"][0] + spec[4], out.strides[0])
-        u64 = "uint64_t *"
-        with ffi.from_buffer("uint8_t[]", buf) as p:
-            rc = self.lib.logb_extract_frames(
-                p, starts.shape[0], self._ptr(starts, 0, u64), self._ptr(counts, 0, u64), plan.size, specs,
-                len(outs), ffi.new("uintptr_t[]", where), scale,
-                ffi.NULL if bases is None else self._ptr(bases, 0, u64))
+        held, at = {}, []  # id(buffer) -> (its cffi view, its address): held until the call returns
+        for buf, start, _count, _planar in runs:
+            view = held.get(id(buf))
+            if view is None:
+                p = ffi.from_buffer("uint8_t[]", buf)
+                view = held[id(buf)] = (p, int(ffi.cast("uintptr_t", p)))
+            at.append(view[1] + start)
+        counts = np.fromiter((run[2] for run in runs), np.uint64, len(runs))
+        planar = ffi.new("uint8_t[]", [1 if run[3] else 0 for run in runs])
+        rc = self.lib.logb_extract_frames(
+            ffi.new("uintptr_t[]", at), self._ptr(counts, 0, "uint64_t *"), planar, len(runs), plan.size, specs,
+            len(outs), ffi.new("uintptr_t[]", where), scale,
+            ffi.NULL if bases is None else self._ptr(bases, 0, "uint64_t *"))
         if rc:
             raise ValueError("logb_extract_frames: invalid field")
 

@@ -36,8 +36,8 @@ number per row, a stable counting sort (the backend's `_group_rows`);
 `plan(size, specs)` and `extract_many(records, plan, outs)` are `extract` of
 several fields of the same records in one call (a FieldPlan is checked once;
 the backend supplies `_extract_many`); `extract_frames(buf, starts, counts,
-plan, outs, scale, bases)` is extract_many of many runs of records of one
-buffer into one set of columns (`_extract_frames`).
+plan, outs, scale, bases)` is extract_many of many runs of records (DATA frames)
+into one set of columns (`_extract_frames`).
 
 The field kernels' `kind` and the tail walk's codes are logb_cbridge.h's
 (tests/test_cbridge.py checks the values against the built module).
@@ -197,37 +197,39 @@ class Kernels:
             self._extract_many(records, plan, outs)
         return outs
 
-    def extract_frames(self, buf, starts, counts, plan, outs, scale=1, bases=None):
-        """extract_many of several runs of row-major records of `buf` (a file's
-        uncompressed DATA frames, in place) into one set of columns: run r is
-        the counts[r] records at buf[starts[r]:], and its values follow run
-        r-1's in every output (1-D, one item per record of all the runs).
-        `bases` (uint64 per run, or None) makes the last output a time axis:
-        run r's values become value * scale + bases[r], mod 2**64 (the caller
-        knows they cannot overflow)."""
-        if not isinstance(starts, np.ndarray) or not isinstance(counts, np.ndarray) \
-                or starts.dtype != np.uint64 or counts.dtype != np.uint64 or starts.ndim != 1 \
-                or starts.shape != counts.shape or not starts.flags.c_contiguous or not counts.flags.c_contiguous:
-            raise TypeError("starts and counts must be C-contiguous 1-D uint64 arrays of one item per run")
+    def extract_frames(self, runs, plan, outs, scale=1, bases=None):
+        """extract_many of several runs of records (DATA frames read in place,
+        or decompressed) into one set of columns: `runs` is [(buffer, start,
+        count, planar)], run r the `count` records at buffer[start:],
+        row-major, or planar (a transposed frame's rows: byte j of record i at
+        start + j * count + i); its values follow run r-1's in every output (1-D,
+        one item per record of all the runs). `bases` (uint64 per run, or None)
+        makes the last output a time axis: run r's values become value * scale
+        + bases[r], mod 2**64 (the caller knows they cannot overflow)."""
         if len(outs) != len(plan.specs):
             raise ValueError(f"{len(outs)} outputs for {len(plan.specs)} fields")
         if bases is not None:
-            if not isinstance(bases, np.ndarray) or bases.dtype != np.uint64 or bases.shape != starts.shape \
+            if not isinstance(bases, np.ndarray) or bases.dtype != np.uint64 or bases.shape != (len(runs),) \
                     or not bases.flags.c_contiguous:
                 raise TypeError("bases must be a C-contiguous 1-D uint64 array of one item per run")
             if not outs or plan.specs[-1][3] & (KIND_SIZE_MASK | KIND_BOOL) != 8 or plan.specs[-1][4]:
                 raise ValueError("the time axis (the last field) must be of 8-byte elements at offset 0")
-        n = int(counts.sum(dtype=np.uint64))
+        n = 0
+        sizes = {}  # id(buffer) -> its length (a file's frames share one buffer)
+        for buf, start, count, _planar in runs:
+            have = sizes.get(id(buf))
+            if have is None:
+                with memoryview(buf) as mv:
+                    have = sizes[id(buf)] = mv.nbytes
+            if start < 0 or count < 0 or start + count * plan.size > have:
+                raise ValueError(f"a run of {count} records at {start} ends past its {have}-byte buffer")
+            n += count
         for out, spec in zip(outs, plan.specs):
             self._check_items(out, n, spec[4], spec[3], "out")
             if not out.flags.writeable:
                 raise ValueError("out is read-only")
-        with memoryview(buf) as mv:
-            size = mv.nbytes
-        if starts.shape[0] and int((starts + counts * np.uint64(plan.size)).max()) > size:
-            raise ValueError(f"a run of records ends past the {size}-byte buffer")
         if n and outs:
-            self._extract_frames(buf, starts, counts, plan, outs, scale % (1 << 64), bases)
+            self._extract_frames(runs, plan, outs, scale % (1 << 64), bases)
         return outs
 
     def pack(self, records, offset, width, big, kind, values, in_offset=0):

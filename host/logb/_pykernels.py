@@ -131,12 +131,13 @@ class PyKernels(Kernels):
         for out, (offset, width, big, kind, out_offset) in zip(outs, plan.specs):
             self._extract(records, offset, width, big, kind, out, out_offset)
 
-    def _extract_frames(self, buf, starts, counts, plan, outs, scale, bases):
-        done = 0
-        for r, (start, n) in enumerate(zip(starts.tolist(), counts.tolist())):
+    def _extract_frames(self, runs, plan, outs, scale, bases):
+        done, size = 0, plan.size
+        for r, (buf, start, n, planar) in enumerate(runs):
             if not n:
                 continue
-            records = np.frombuffer(buf, np.uint8, n * plan.size, start).reshape(n, plan.size)
+            flat = np.frombuffer(buf, np.uint8, n * size, start)
+            records = flat.reshape(size, n).T if planar else flat.reshape(n, size)
             part = [out[done : done + n] for out in outs]
             self._extract_many(records, plan, part)
             if bases is not None:

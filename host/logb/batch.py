@@ -167,40 +167,50 @@ def _decode_planned(schema, header, fixed, tails, dest, out, plan, n, wide):
     return Batch(n, header.run_id, raw, axis)
 
 
-def in_place_plan(schema, only, wide=False):
-    """The _Plan that decodes `schema`'s uncompressed frames in place, many in
-    one extract_frames call (decode_in_place), or None when it cannot: a
-    variable-length field (its tails are walked and checked frame by frame),
-    a field the field kernels do not fill, or an axis that is not a time
-    axis held in an integer field."""
+# decode_run's decompressed frames, held until the call, take at most about this much
+RUN_BYTES = 512 << 10
+
+
+def run_plan(schema, only, wide=False):
+    """The _Plan with which decode_run decodes many of `schema`'s frames in one
+    kernel call, or None when it cannot: a variable-length field (its tails
+    are walked and checked frame by frame), a field the field kernels do not
+    fill, or an axis that is not a time axis held in an integer field."""
     plan = _plan(schema, only, wide)
     if schema.variable_fields or plan.axis_bounds is None or not all(planned for _, planned, _, _ in plan.order):
         return None
     return plan
 
 
-def in_place(schema, plan, header, payload_len):
-    """Can decode_in_place take this accepted frame? Stored as its raw records
-    (codec none, no filter) and its time axis within i64 whatever the records
-    hold, it has nothing left that could reject it."""
-    if header.codec != Codec.none or header.filter != Filter.none \
-            or header.raw_size != header.record_count * schema.record_size or header.raw_size != payload_len - 28:
+def joins_run(schema, plan, header, payload_len):
+    """Can decode_run take this accepted frame? Its time axis within i64
+    whatever its records hold, and exactly its records stored: then only its
+    decompression could reject it (frame_records)."""
+    if header.raw_size != header.record_count * schema.record_size \
+            or (header.codec == Codec.none and header.raw_size != payload_len - 28):
         return False
     base = header.axis_base(True)
     return I64_MIN <= base + plan.axis_bounds[0] and base + plan.axis_bounds[1] <= I64_MAX
 
 
-def decode_in_place(schema, plan, buf, frames, dest, axis):
-    """decode_batch of several frames that `in_place` takes, by one kernel call
-    on their records where they lie in `buf`: frames is [(offset of the
-    frame's records in buf, DataHeader)], `dest` {name: column slice} and
-    `axis` receive all their records, frame after frame."""
-    starts = np.fromiter((start for start, _ in frames), np.uint64, len(frames))
-    counts = np.fromiter((h.record_count for _, h in frames), np.uint64, len(frames))
-    bases = np.fromiter((h.axis_base(True) % (1 << 64) for _, h in frames), np.uint64, len(frames))
+def frame_records(header, stored):
+    """A run for decode_run: (buffer, start, count, planar) of the records of a
+    frame that joins_run takes, from its stored bytes: in place when stored
+    uncompressed, else decompressed (InvalidDataError and the like as
+    decode_batch would raise them)."""
+    codecs.check_filter(header.filter)
+    data = stored if header.codec == Codec.none else codecs.decompress(stored, header.codec, header.raw_size)
+    return data, 0, header.record_count, header.filter == Filter.transpose
+
+
+def decode_run(schema, plan, runs, headers, dest, axis):
+    """decode_batch of several frames (their frame_records and headers) by one
+    kernel call: `dest` {name: column slice} and `axis` receive all their
+    records, frame after frame."""
+    bases = np.fromiter((h.axis_base(True) % (1 << 64) for h in headers), np.uint64, len(headers))
     items = [fields.as_items(dest[f.name]) if extra else dest[f.name] for f, _, _, extra in plan.order]
     items.append(axis)
-    _backend.active.extract_frames(buf, starts, counts, plan.kernel, items, schema.axis_scale, bases)
+    _backend.active.extract_frames(runs, plan.kernel, items, schema.axis_scale, bases)
 
 
 def _walk_tails(schema, data, pos, n):

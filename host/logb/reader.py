@@ -287,12 +287,13 @@ class Columns:
         axis = np.empty(total, np.int64 if schema.is_time else np.float64)
         columns = [*raw.values(), axis]
         spans = []  # (records kept, run_id, session) of each frame decoded
-        # Uncompressed frames of a held file are decoded where they lie, a run
-        # of them per kernel call (batch.decode_in_place); the others one by one.
-        held = stream._file._held
-        fast = batchmod.in_place_plan(schema, fields, wide) if held is not None else None
+        # Frames are decoded a run at a time, one kernel call each (batch.decode_run): uncompressed
+        # ones of a held file where they lie, others decompressed (RUN_BYTES at a time); a frame
+        # the run cannot take, or whose bytes do not decompress, alone (decode_frame).
+        fast = batchmod.run_plan(schema, fields, wide)
         if fast is not None and any(extra and fieldsmod.as_items(raw[f.name]) is None for f, _, _, extra in fast.order):
             fast = None
+        held = stream._file._held
 
         def place(fl, at, pos, n):
             """The frame decoded into rows [at, at + n): its records in `window`
@@ -307,31 +308,46 @@ class Columns:
             spans.append((kept, fl.header.run_id, stream.session_of(fl).index))
             return pos + kept
 
-        pos, run = 0, []  # run: frames for one decode_in_place call
-        for fl in [*frames, None]:
-            if fl is not None and fast is not None and batchmod.in_place(schema, fast, fl.header, fl.payload_len):
-                run.append(fl)
-                continue
+        def flush(pos):
+            """Decode the pending run at `pos`; the rows then filled."""
+            m = sum(fl.header.record_count for fl in run)
+            batchmod.decode_run(schema, fast, records, [fl.header for fl in run],
+                                {k: v[pos:pos + m] for k, v in raw.items()}, axis[pos:pos + m])
+            at = pos
+            for fl in run:
+                n = fl.header.record_count
+                if n:
+                    stream._check_index(fl, axis[at])
+                pos = place(fl, at, pos, n)
+                at += n
+            run.clear()
+            records.clear()
+            return pos
+
+        pos, run, records, owned = 0, [], [], 0  # the pending run: its frames, their records, the bytes it holds
+        for fl in frames:
+            h = fl.header
+            if fast is not None and batchmod.joins_run(schema, fast, h, fl.payload_len):
+                if owned + h.raw_size > batchmod.RUN_BYTES and run:
+                    pos, owned = flush(pos), 0
+                try:
+                    records.append(batchmod.frame_records(h, stream._file._stored(*fl.stored_slice)))
+                except (LogbError, ValueError):
+                    pass  # decoded alone below, which rejects it as it would have
+                else:
+                    run.append(fl)
+                    owned += h.raw_size if held is None or h.codec != Codec.none else 0
+                    continue
             if run:
-                m = sum(r.header.record_count for r in run)
-                batchmod.decode_in_place(schema, fast, held, [(r.stored_slice[0], r.header) for r in run],
-                                         {k: v[pos:pos + m] for k, v in raw.items()}, axis[pos:pos + m])
-                at = pos
-                for r in run:
-                    n = r.header.record_count
-                    if n:
-                        stream._check_index(r, axis[at])
-                    pos = place(r, at, pos, n)
-                    at += n
-                run = []
-            if fl is None:
-                break
+                pos, owned = flush(pos), 0
             n = fl.header.record_count
             out = ({k: v[pos:pos + n] for k, v in raw.items()}, axis[pos:pos + n])
             ok = stream.decode_frame(fl, fields, out, wide) is not None
             del out  # no view of the columns may outlive the loop: they are resized below
             if ok:  # else rejected (reported); the next frame reuses the slots
                 pos = place(fl, pos, pos, n)
+        if run:
+            pos = flush(pos)
         if not pos:
             return cls(stream, [], wide)
         if pos != total:
