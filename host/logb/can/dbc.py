@@ -20,8 +20,12 @@ and one field per signal, at bit 32 + the signal's position in the payload.
 """
 
 import hashlib
+import importlib
+import importlib.util
 import os
 import re
+import sys
+import threading
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -260,14 +264,41 @@ def _fix_ids(text, problems, notes):
     return text, placeholders
 
 
+_CANTOOLS_LOCK = threading.Lock()
+
+
+def cantools_database():
+    """The `cantools.database` module, without running cantools/__init__.py until something
+    asks for more of the package: that __init__ imports cantools.tester, hence python-can,
+    whose can.io imports asammdf, pandas and pyarrow (92 of the 128 MB peak RSS of a raw bus
+    decode here, none of it used to parse a DBC). The package stands in sys.modules
+    unexecuted; its first missing attribute (tester, __version__, ...) runs its real
+    __init__ into it (PEP 562), so `import cantools` elsewhere sees the whole package."""
+    with _CANTOOLS_LOCK:
+        pkg = sys.modules.get("cantools")
+        spec = importlib.util.find_spec("cantools") if pkg is None else None
+        if pkg is None and spec is not None:
+            pkg = importlib.util.module_from_spec(spec)
+
+            def complete(name):
+                del pkg.__getattr__  # the real __init__ may set any name; a missing one then raises
+                spec.loader.exec_module(pkg)
+                return getattr(pkg, name)
+
+            pkg.__getattr__ = complete
+            sys.modules["cantools"] = pkg
+        import cantools.database  # not installed: the usual ModuleNotFoundError
+
+        return cantools.database
+
+
 def load_dbc(source):
     """(cantools Database, text, bytes, name, problems, notes, placeholder ids)."""
-    import cantools
-
+    database = cantools_database()
     text, raw, name = _read_source(source)
     problems, notes = [], []
     fixed, placeholders = _fix_ids(text, problems, notes)
-    db = cantools.database.load_string(fixed, database_format="dbc", strict=False)
+    db = database.load_string(fixed, database_format="dbc", strict=False)
     return db, text, raw, name, problems, notes, placeholders
 
 
