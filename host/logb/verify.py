@@ -36,6 +36,7 @@ from .frames import DATA_HEADER_SIZE, pack_axis
 from .tables import AxisMode, ByteOrder, Codec, DataType, Filter
 
 _I64 = struct.Struct("<q")  # a time axis_base (SPEC §8.1)
+_NONE = int(Codec.none)  # == Filter.none; a plain int compares faster than the enum, once per frame
 # Frames per task: enough that a task's overhead is small against its frames.
 _CHUNK = 16
 
@@ -66,6 +67,7 @@ class _Plan:
         self.fixed_strings = [f for f in schema.fields if f.data_type == DataType.string and not f.variable]
         # nothing but the axis can reject a record of a stored-as-is frame (header_problem matched its sizes)
         self.plain = not schema.variable_fields and all(f.data_type != DataType.string for f in schema.fields)
+        self.hot = self.plain and not self.implicit  # Checker's inlined case of header_only
         self.bases = None  # explicit time axis of an integer field: the axis bases no record can overflow from
         self.axis_int = None  # ... and that field's window, its first value read as a Python int (_int_field)
         if schema.is_time and schema.axis_mode != AxisMode.implicit:
@@ -189,7 +191,9 @@ class Checker:
         if payload is None:
             return  # no bytes to check: verify reads the frame
         plan, header = self._plans.get(id(stream)) or self.plan(stream), fl.header
-        if not plan.implicit and plan.header_only(header):  # the hot path: check_frame's first case, inlined
+        # the hot path: check_frame's first case (header_only of a frame with no implicit axis), inlined
+        if plan.hot and header.codec == _NONE and header.filter == _NONE and (not plan.is_time or (
+                (b := plan.bases) is not None and b[0] <= _I64.unpack(header.axis_base_raw)[0] <= b[1])):
             n = plan.record_size
             self._outcomes[fl.offset] = None, payload[DATA_HEADER_SIZE : DATA_HEADER_SIZE + n].tobytes() \
                 if header.record_count else None
@@ -205,7 +209,8 @@ def _still_holds(f, work):
     """The input still holds every frame. A file can shrink after the scan:
     then every frame is read in full, as validate reads it, so each one past
     the new end reports the shrink."""
-    end = max((fl.stored_slice[1] for _p, _s, fl, _c in work), default=0)
+    # each stream's frames are in file order: its last one ends last
+    end = max((s.frames[-1].stored_slice[1] for s in {id(s): s for _p, s, _fl, _c in work}.values()), default=0)
     return not end or len(f.source.read_at(end - 1, 1)) == 1
 
 
@@ -242,6 +247,8 @@ def _apply(f, work, outcomes):
     """Stream.decode_frame's consequences of each outcome, in order."""
     for plan, stream, fl, claimed in work:
         exc, record = outcomes[fl.offset]
+        if exc is None and not claimed:  # nothing to apply (an INDEX claim is never added after the scan)
+            continue
         first = None
         if exc is None and claimed and record is not None:
             try:
