@@ -6,6 +6,7 @@ no file at the final name, and nothing deleted on the device."""
 
 import io
 import json
+import os
 import pathlib
 import random
 import sys
@@ -149,3 +150,22 @@ def test_micropython_board_through_faults(tmp_path):
     assert sum(line.startswith("FAULT") for line in log) >= 4, log
     assert rc == 0 and res["rec.logb"]["retries"] >= 3, res
     assert rig.same_bytes(sd / "rec.logb", out / "rec.logb") and logb.LogbFile(out / "rec.logb").report.clean
+
+
+def test_an_unplugged_cable_leaves_no_port_to_open(tmp_path):
+    """While unplugged the host's path is gone, as a by-id link is: the pty it
+    pointed at is free for anyone's next openpty (the kernel reuses the lowest
+    number), and a reconnect that opened it would talk to someone else's device."""
+    with rig.Cable(tmp_path) as cable:
+        assert os.path.exists(cable.host)
+        cable.disconnect(3600)
+        assert rig.wait_until(lambda: not os.path.lexists(cable.host))
+        other = os.openpty()
+        try:
+            with pytest.raises(OSError):
+                os.close(os.open(cable.host, os.O_RDWR | os.O_NOCTTY))
+        finally:
+            os.close(other[0])
+            os.close(other[1])
+        cable.plug()
+        assert os.path.exists(cable.host)

@@ -10,7 +10,7 @@ forwarder applies faults by byte position in either direction (d2h: device
 to host, h2d: host to device):
 
     drop N bytes, flip one bit, stall N seconds, inject N noise bytes,
-    disconnect for N seconds (the host's pty goes away: its reads fail),
+    disconnect for N seconds (the host's pty and the link to it go away: its reads and opens fail),
     throttle to N bytes/s (d2h, from that point on).
 
 Run as a script it prints `READY <host link> <device tty>` and then one
@@ -78,6 +78,13 @@ def forward(link, ready=sys.stdout, control=sys.stdin):
             os.close(ha)
             os.close(hs)
             ha = hs = None
+        # the link goes with the device, as /dev/serial/by-id does on unplug: left pointing at the
+        # closed pty, the host's reconnect would open whatever pty next takes that number (another
+        # test's cable, its device serving other recordings: "no such recording")
+        try:
+            os.unlink(link)
+        except FileNotFoundError:
+            pass
         pend["d2h"].clear()
         pend["h2d"].clear()
         down_until = time.monotonic() + seconds
