@@ -161,9 +161,10 @@ DATA_HEADER = struct.Struct("<8sIIBBHQ")
 DATA_HEADER_SIZE = DATA_HEADER.size  # 28
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class DataHeader:
-    """The fixed 28 bytes that open a DATA payload; the records follow."""
+    """The fixed 28 bytes that open a DATA payload; the records follow.
+    Slotted: a file holds one per DATA frame (80 bytes, not 330 with a __dict__)."""
 
     axis_base_raw: bytes
     record_count: int
@@ -180,12 +181,30 @@ class DataHeader:
         if len(payload) < DATA_HEADER_SIZE:
             raise MalformedPayloadError(f"DATA payload of {len(payload)} bytes is shorter than its 28-byte header")
         base, count, run_id, codec, filt, _reserved, raw_size = DATA_HEADER.unpack_from(payload, 0)
-        # the frozen dataclass's own __init__ (a guarded setattr per field) is most of the cost
-        # of a DATA frame at open: its fields are set directly, once
-        header = object.__new__(cls)
-        header.__dict__.update(axis_base_raw=base, record_count=count, run_id=run_id, codec=codec, filter=filt,
-                               raw_size=raw_size)
-        return header
+        return new_data_header(base, count, run_id, codec, filt, raw_size)
+
+
+class _DataHeaderSlots:
+    """DataHeader's layout, mutable: built by a plain __init__, then made a DataHeader."""
+
+    __slots__ = DataHeader.__slots__
+
+    def __init__(self, axis_base_raw, record_count, run_id, codec, filt, raw_size):
+        self.axis_base_raw = axis_base_raw
+        self.record_count = record_count
+        self.run_id = run_id
+        self.codec = codec
+        self.filter = filt
+        self.raw_size = raw_size
+
+
+def new_data_header(axis_base_raw, record_count, run_id, codec, filt, raw_size):
+    """DataHeader(...) at a quarter of its cost: the frozen __init__'s object.__setattr__
+    per field is most of a DATA frame's cost at open; the same slots set plainly, then
+    the class swapped (the layouts are one: Python refuses the swap otherwise), is not."""
+    header = _DataHeaderSlots(axis_base_raw, record_count, run_id, codec, filt, raw_size)
+    header.__class__ = DataHeader
+    return header
 
 
 @dataclass(frozen=True)

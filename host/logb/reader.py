@@ -29,7 +29,7 @@ from .errors import (
     did_you_mean,
 )
 from .limits import Budget
-from .frames import Attach, DataHeader, End, Index, Meta, Run, Sync, pack_axis
+from .frames import Attach, DataHeader, End, Index, Meta, Run, Sync, new_data_header, pack_axis
 from .framing import FRAME_HEADER_SIZE, FRAME_OVERHEAD
 from .scan import FrameRef, Report, check_header, iter_frames, iter_source_frames
 from .schema import Schema, partial_identity
@@ -45,9 +45,9 @@ from .timebase import UNDATED, WallTime
 _PREALLOC_MIN = 64 << 20
 _PREALLOC_RATIO = 64
 
-@dataclass
+@dataclass(slots=True)
 class FrameLoc:
-    """Where an accepted DATA frame is, and its 28-byte header."""
+    """Where an accepted DATA frame is, and its 28-byte header (slotted: one per DATA frame)."""
 
     offset: int
     payload_len: int
@@ -87,7 +87,6 @@ class _Binding:
 
 _LOST_KEYS = {LOST_CONTROLLER, LOST_BUFFER, LOST_INVALID}
 _DATA = int(FrameType.DATA)
-_new = object.__new__
 _HEADER_PROBLEMS_HELD = 1024
 
 
@@ -475,10 +474,7 @@ class LogbFile(SourceReader):
         for (offset, plen, sid, ftype, flags), head in zip(run.rows, run.heads):
             i = offset - base + FRAME_HEADER_SIZE
             if ftype == _DATA and self._cur is not None and sid and head[7]:
-                # DataHeader(...) without the frozen __init__'s guarded setattrs
-                header = _new(DataHeader)
-                header.__dict__.update(axis_base_raw=head[1], record_count=head[2], run_id=head[3], codec=head[4],
-                                       filter=head[5], raw_size=head[0])
+                header = new_data_header(head[1], head[2], head[3], head[4], head[5], head[0])
                 self._data(offset, sid, plen, header, view[i : i + plen] if on_data is not None else None)
             else:
                 self._frame(FrameRef(offset, ftype, flags, sid, plen), view[i : i + plen])
