@@ -447,6 +447,7 @@ class LogbFile(SourceReader):
             self._frames_run(run, view, base, progress)
         self.sessions = resolve_sessions(self.segments, [off for off, _end in self.ends], self._note)
         self._check_index_and_end()
+        self._data_offsets = None  # one entry per DATA frame, read last by the INDEX check: not held open
 
     @property
     def buf(self):
