@@ -42,7 +42,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "serial"))
 sys.path.insert(0, str(ROOT / "tests" / "firmware"))
 sys.path.insert(0, str(ROOT / "boards" / "sim"))
-sys.path.insert(0, str(ROOT / "tools"))
+sys.path.append(str(ROOT / "tools"))  # after tests/serial: tools/rig.py is the bench rig, not the link rig
 
 import benchmd  # noqa: E402  (the marked blocks of BENCHMARKS.md)
 
