@@ -21,6 +21,7 @@ from logb.tables import FIELD_FLAG_VARIABLE, Codec, Filter
 
 from _frames import DATA_AXIS_BASE, patch, walk
 from test_bits import ref_get, ref_signed
+from test_extract_many import draw_specs
 
 SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -30,13 +31,7 @@ SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[Heal
 @st.composite
 def frame_runs(draw):
     size = draw(st.integers(1, 20))
-    specs = []
-    for _ in range(draw(st.integers(1, 5))):
-        width = draw(st.integers(1, min(64, 8 * size)))
-        offset = draw(st.integers(0, 8 * size - width))
-        signed = draw(st.booleans())
-        elem = draw(st.sampled_from([s for s in (1, 2, 4, 8) if 8 * s >= width]))
-        specs.append((offset, width, draw(st.booleans()), elem | (0x10 if signed else 0), 0))
+    specs = draw_specs(draw, size, 5)
     # runs of records with gaps between them (a frame's header and CRC), some empty, some planar,
     # in one buffer (a held file) or each in its own (decompressed frames)
     runs, pos = [], draw(st.integers(0, 9))

@@ -20,16 +20,22 @@ from test_bits import ref_get, ref_signed
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-@st.composite
-def many(draw):
-    stride = draw(st.integers(1, 20))
+def draw_specs(draw, stride, most):
+    """1..most kernel field specs (offset, width, big, element size | signed, 0) within records of `stride` bytes."""
     specs = []
-    for _ in range(draw(st.integers(1, 6))):
+    for _ in range(draw(st.integers(1, most))):
         width = draw(st.integers(1, min(64, 8 * stride)))
         offset = draw(st.integers(0, 8 * stride - width))
         signed = draw(st.booleans())
         size = draw(st.sampled_from([s for s in (1, 2, 4, 8) if 8 * s >= width]))
         specs.append((offset, width, draw(st.booleans()), size | (0x10 if signed else 0), 0))
+    return specs
+
+
+@st.composite
+def many(draw):
+    stride = draw(st.integers(1, 20))
+    specs = draw_specs(draw, stride, 6)
     n = draw(st.integers(1, 70))
     data = draw(st.binary(min_size=n * stride, max_size=n * stride))
     return stride, specs, n, data
