@@ -7,6 +7,7 @@ import numpy as np
 from . import _backend, codecs, fields
 from ._kernels import KIND_SIGNED, TAIL_LEFTOVER, TAIL_PAST_END, TAIL_PREFIX
 from .errors import InvalidDataError
+from .frames import DATA_HEADER_SIZE
 from .tables import AxisMode, ByteOrder, Codec, DataType, Filter
 
 I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
@@ -187,7 +188,7 @@ def joins_run(schema, plan, header, payload_len):
     whatever its records hold, and exactly its records stored: then only its
     decompression could reject it (frame_records)."""
     if header.raw_size != header.record_count * schema.record_size \
-            or (header.codec == Codec.none and header.raw_size != payload_len - 28):
+            or (header.codec == Codec.none and header.raw_size != payload_len - DATA_HEADER_SIZE):
         return False
     base = header.axis_base(True)
     return I64_MIN <= base + plan.axis_bounds[0] and base + plan.axis_bounds[1] <= I64_MAX
