@@ -9,7 +9,8 @@ from importlib import metadata
 import pytest
 
 import handmade as hm
-from logb.cli.main import COMMANDS, EXTRA_OF, failure, main
+from logb.cli.main import COMMANDS, EXTRA_OF, build_parser, failure, main, named_command
+from logb.cli.common import EXIT_USAGE
 from logb.errors import (CorruptFrameError, LinkError, NotFoundError, NothingToDecodeError, NotLogbError,
                          TransferError, TransferInterrupted, UnknownSignalError, UnreadableInputError,
                          UnsupportedVersionError, UsageError)
@@ -252,3 +253,22 @@ def test_version_when_the_package_is_not_installed(monkeypatch, capsys):
         main(["--version"])
     assert exc.value.code == 0
     assert capsys.readouterr().out == "logb unknown (not installed)\n"
+
+
+def test_a_command_line_builds_the_parser_of_its_command_alone():
+    assert named_command(["verify", "--jobs", "2", "f.logb"]) == "verify"
+    assert named_command(["--version"]) is None
+    assert named_command(["nosuch", "verify"]) is None  # argparse then lists every command
+    whole = build_parser()
+    alone = build_parser("verify")
+    assert vars(alone.parse_args(["verify", "x.logb"])) == vars(whole.parse_args(["verify", "x.logb"]))
+    with pytest.raises(SystemExit):
+        alone.parse_args(["info", "x.logb"])  # the other commands are not in it
+
+
+def test_an_unknown_command_lists_every_command(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["nosuch"])
+    assert exc.value.code == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert all(name in err for name in COMMANDS)

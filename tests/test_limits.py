@@ -366,3 +366,41 @@ def test_an_error_while_decoding_is_not_masked_by_closing_the_file(tmp_path):
             views = [memoryview(f.buf), np.frombuffer(f.buf, np.uint8)]  # exported buffers stay alive
             assert len(cols) and views
             raise IndexUnavailableError("raised inside")
+
+
+def _accepted(data):
+    with logb.LogbFile(data) as f:
+        return ([n.as_json() for n in f.report.notes],
+                sorted((s.name, s.records, s.rejected, s.rejections, [(fl.offset, fl.segment) for fl in s.frames])
+                       for s in f.streams.values()))
+
+
+def test_a_run_of_like_frames_is_accepted_as_each_would_be_alone(monkeypatch):
+    # A DATA frame shaped like the last one accepted for its stream_id is accepted at once
+    # (reader._frames_run): the budget running out among such frames, a run that changes and
+    # comes back, a shorter frame, a second stream in between and a new segment must each end
+    # as they do frame by frame.
+    monkeypatch.setattr(limits, "FILE_DECODE_MIN", 0)
+    monkeypatch.setattr(limits, "FILE_DECODE_RATIO", 9)  # ~70 % of the frames fit
+    body = stream(u8_schema()) + hm.frame(0x10, u8_schema(uuid=UB, name="w"), 2)
+    for k in range(300):
+        n = 50 if k == 120 else 100
+        body += hm.data(1, bytes(range(n)), n, base=k * 100, run_id=1 if 60 <= k < 70 or k == 80 else 0)
+        if k % 40 == 7:
+            body += hm.data(2, b"\x05", 1, base=k)
+        if k == 150:
+            body += stream(u8_schema())
+    data = hm.header() + body
+    calls = []
+    frame_by_frame = limits.Budget.repeat_charge
+    monkeypatch.setattr(limits.Budget, "repeat_charge", lambda self, schema, header: calls.append(1))
+    alone = _accepted(data)
+    assert len(calls) > 200  # every accepted frame went through LogbFile._data
+    monkeypatch.setattr(limits.Budget, "repeat_charge", lambda self, schema, header: calls.append(1) or
+                        frame_by_frame(self, schema, header))
+    calls.clear()
+    assert _accepted(data) == alone
+    assert len(calls) < 50  # most frames were accepted at once
+    v = next(s for s in alone[1] if s[0] == "v")
+    assert 150 < v[1] // 100 < 250 and "budget" in v[3][0][2]  # the budget ran out among like frames
+    assert any(n["kind"] == "run-order" for n in alone[0])

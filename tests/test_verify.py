@@ -207,3 +207,33 @@ def test_a_frame_wrong_twice_reports_what_decoding_meets_first():
     want = _outcome(data, "validate")
     assert "zstd" in str(want[2][0][3]), want  # the rejection validate reports
     assert _outcome(data, 1) == _outcome(data, 2) == want
+
+
+@pytest.mark.parametrize("scale, base", [(-3, 0), (7, -(1 << 40)), (1, -(1 << 63))])
+def test_index_claims_are_compared_at_once_as_each_frame_decodes(scale, base):
+    # verify compares a stream's INDEX claims with the first records of its plain frames all at
+    # once, in arithmetic modulo 2**64: a negative scale, a negative base, and a 64-bit field
+    # whose values pass i64 on their own (base -2**63, proved in range) must agree with decoding.
+    fields = [logb.Field("t", 0, 64, logb.DataType.uint)]
+    schema = logb.Schema(
+        uuid=logb.stream_uuid("test", "sc"), name="sc", record_bits=64, axis_kind=logb.AxisKind.time,
+        axis_mode=logb.AxisMode.explicit, axis_exp=-6, axis_unit="s", axis_scale=scale, axis_field=0,
+        fields=tuple(fields))
+    top = (1 << 64) - 1 if base == -(1 << 63) else 1000
+    buf = io.BytesIO()
+    with logb.Writer(buf, time_base="relative") as w:
+        s = w.add_stream(schema, codec=Codec.none, transpose=False)
+        for k in range(5):
+            first = top - k if base == -(1 << 63) else 10 * k
+            s.write_batch({"t": np.array([first, first // 2 + 1], np.uint64)}, axis_base=base)
+    data = buf.getvalue()
+    want = _outcome(data, "validate")
+    assert all(want[3].values())
+    assert _outcome(data, 1) == want
+    at = [o for o, t, _s, _n in _frames.walk(data) if t == 0x20]
+    for k in (1, 3):  # two frames off by one tick: the first one is named
+        low = at[k] + 8 + 28
+        data = _frames.refit_crc(_frames.patch(data, low, 0, bytes([data[low] ^ 1]), fix_crc=False), at[k])
+    want = _outcome(data, "validate")
+    assert not all(want[3].values()) and f"DATA frame at {at[1]};" in json.dumps(want[0])
+    assert _outcome(data, 1) == _outcome(data, 2) == want

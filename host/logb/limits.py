@@ -82,6 +82,14 @@ class Budget:
             self.zero_size_left -= n
         return None
 
+    def repeat_charge(self, schema, header):
+        """What charge() takes again for a frame of the same schema, sizes and
+        codec that it has just accepted, when nothing but `file_left` can then
+        differ (the caller checks it): None when more could (zero-size records)."""
+        if not schema.record_size and not schema.variable_fields:
+            return None
+        return header.raw_size + header.record_count * self._column_bytes(schema)
+
     def charge_attachment(self, raw_size):
         """The same for an ATTACH frame, which the scan decodes to check it."""
         if raw_size > self.raw_limit:

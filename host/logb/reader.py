@@ -470,14 +470,38 @@ class LogbFile(SourceReader):
 
     def _frames_run(self, run, view, base, progress):
         """Every frame of a run, in order: a DATA frame inside a segment from
-        the header the scan kernel parsed (the hot path), any other through _frame."""
+        the header the scan kernel parsed (the hot path), any other through _frame.
+
+        A DATA frame shaped as the last one _data accepted for its stream_id
+        (sizes, codec, filter, run_id) meets what that one met: the same
+        header_problem (none), no run change, the same charge. It is accepted
+        here at once while the budget holds. What it repeats holds only until
+        the next frame of another type (which may bind or close), so `same`
+        is kept for this run alone."""
         on_data = self._on_data
+        same = {}  # stream_id -> (shape, stream, its frame list, charge, segment): see above
+        budget, data_offsets = self._budget, self._data_offsets
         for (offset, plen, sid, ftype, flags), head in zip(run.rows, run.heads):
             i = offset - base + FRAME_HEADER_SIZE
             if ftype == _DATA and self._cur is not None and sid and head[7]:
                 header = new_data_header(head[1], head[2], head[3], head[4], head[5], head[0])
-                self._data(offset, sid, plen, header, view[i : i + plen] if on_data is not None else None)
+                shape = head[0], head[2], head[3], head[4], head[5], plen
+                last = same.get(sid)
+                if last is not None and last[0] == shape and last[3] <= budget.file_left:
+                    _shape, stream, frames, charge, segment = last
+                    budget.file_left -= charge
+                    data_offsets[offset] = (stream, header)
+                    fl = FrameLoc(offset, plen, header, segment)
+                    frames.append(fl)
+                    if on_data is not None:
+                        on_data(stream, fl, view[i : i + plen])
+                else:
+                    payload = view[i : i + plen] if on_data is not None else None
+                    accepted = self._data(offset, sid, plen, header, payload)
+                    if accepted is not None:
+                        same[sid] = shape, *accepted
             else:
+                same.clear()
                 self._frame(FrameRef(offset, ftype, flags, sid, plen), view[i : i + plen])
             if progress is not None:
                 progress(offset + FRAME_OVERHEAD + plen)
@@ -731,7 +755,9 @@ class LogbFile(SourceReader):
 
     def _data(self, offset, sid, payload_len, header, payload):
         """An accepted DATA frame's FrameLoc, or its rejection; `payload` (a view,
-        or None when on_data is not asked for) goes to on_data."""
+        or None when on_data is not asked for) goes to on_data. Returns, for a
+        frame accepted whose like _frames_run may accept at once, (stream, its
+        frame list, the charge of each, segment); else None."""
         b = self._data_binding(offset, sid)
         if b is None:
             return
@@ -772,6 +798,8 @@ class LogbFile(SourceReader):
         stream._frames.append(fl)  # nothing is dropped while scanning
         if self._on_data is not None:
             self._on_data(stream, fl, payload)
+        charge = self._budget.repeat_charge(schema, header)
+        return None if charge is None else (stream, stream._frames, charge, segment)
 
     # after the scan
     def _check_index_and_end(self):

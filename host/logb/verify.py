@@ -154,6 +154,25 @@ def _first_axis(plan, header, record):
     return axis_column(schema, dataclasses.replace(header, record_count=1), fixed)[0]  # float arithmetic as is
 
 
+def _disagreeing(claims, plan, frames, firsts):
+    """The offsets of the frames (each with its first record, bytes) whose first
+    axis value is not what `claims` (an INDEX's, by offset) says, all at once.
+    The plan's time axis is an integer field proved to stay in i64 range:
+    base + raw * scale is exact in arithmetic modulo 2**64."""
+    pick = [i for i, fl in enumerate(frames) if fl.offset in claims]
+    if not pick:
+        return ()
+    if len(pick) < len(frames):
+        frames, firsts = [frames[i] for i in pick], [firsts[i] for i in pick]
+    schema = plan.schema
+    records = np.frombuffer(b"".join(firsts), np.uint8).reshape(len(firsts), plan.record_size)
+    raw = fields.extract(records, schema.fields[schema.axis_field]).astype(np.uint64)
+    bases = np.frombuffer(b"".join(fl.header.axis_base_raw for fl in frames), "<u8")
+    first = bases + raw * np.uint64(schema.axis_scale % (1 << 64))
+    claimed = np.frombuffer(b"".join(claims[fl.offset] for fl in frames), "<u8")
+    return [frames[i].offset for i in np.flatnonzero(first != claimed).tolist()]
+
+
 def _from_file(stream, fl):
     """check_frame's `read` for a frame read again from the file."""
     start, end = fl.stored_slice
@@ -179,6 +198,7 @@ class Checker:
     def __init__(self, jobs=1):
         self._plans = {}  # id(stream) -> _Plan
         self._outcomes = {}  # DATA offset -> check_frame's outcome
+        self._plain = {}  # see plain()
         self._compressed = jobs == 1  # checked here too
 
     def plan(self, stream):
@@ -191,18 +211,27 @@ class Checker:
         if payload is None:
             return  # no bytes to check: verify reads the frame
         plan, header = self._plans.get(id(stream)) or self.plan(stream), fl.header
-        # the hot path: check_frame's first case (header_only of a frame with no implicit axis), inlined
+        # the hot path: check_frame's first case (header_only of a frame with no implicit axis), inlined;
+        # only its first record is kept, and verify compares a stream's INDEX claims with them at once
         if plan.hot and header.codec == _NONE and header.filter == _NONE and (not plan.is_time or (
                 (b := plan.bases) is not None and b[0] <= _I64.unpack(header.axis_base_raw)[0] <= b[1])):
-            n = plan.record_size
-            self._outcomes[fl.offset] = None, payload[DATA_HEADER_SIZE : DATA_HEADER_SIZE + n].tobytes() \
-                if header.record_count else None
+            if header.record_count:
+                frames, firsts = self._plain.get(id(stream)) or self._plain.setdefault(id(stream), ([], []))
+                frames.append(fl)
+                firsts.append(payload[DATA_HEADER_SIZE : DATA_HEADER_SIZE + plan.record_size].tobytes())
+            else:
+                self._outcomes[fl.offset] = None, None
         elif self._compressed or header.codec == Codec.none:
             self._outcomes[fl.offset] = check_frame(plan, header, _slicer(payload[DATA_HEADER_SIZE:]))
 
     def outcomes(self):
-        """Every checked frame's outcome by offset."""
+        """Every checked frame's outcome by offset, but for plain()'s."""
         return self._outcomes
+
+    def plain(self):
+        """id(stream) -> ([FrameLoc], [first record]): the frames that only their header
+        (matched at open) could reject, and that hold records."""
+        return self._plain
 
 
 def _still_holds(f, work):
@@ -225,7 +254,15 @@ def verify(f, jobs=1, checker=None):
             for fl in s.frames]
     lazy = _still_holds(f, work)
     done = checker.outcomes() if checker is not None and lazy else {}
-    rest = [w for w in work if w[2].offset not in done]
+    proved, mismatch = set(), set()  # plain frames checked (their INDEX claims compared) here, at once
+    for key, (frames, firsts) in (checker.plain() if checker is not None and lazy else {}).items():
+        stream_plan = checker._plans[key]
+        if stream_plan.axis_int is None:  # no integer time axis: a claim is compared frame by frame (_apply)
+            done.update(zip((fl.offset for fl in frames), ((None, first) for first in firsts)))
+        else:
+            proved.update(fl.offset for fl in frames)
+            mismatch.update(_disagreeing(claims, stream_plan, frames, firsts))
+    rest = [w for w in work if w[2].offset not in done and w[2].offset not in proved]
     chunks = [rest[i : i + _CHUNK] for i in range(0, len(rest), _CHUNK)]
     check = functools.partial(_check_chunk, lazy=lazy)
     # Threads pay only where a check runs outside the GIL (decompression); an
@@ -234,18 +271,23 @@ def verify(f, jobs=1, checker=None):
         pool = ThreadPoolExecutor(min(jobs, len(chunks)))
         try:
             done.update(zip((w[2].offset for w in rest), (r for part in pool.map(check, chunks) for r in part)))
-            _apply(f, work, done)
+            _apply(f, work, done, proved, mismatch)
         finally:
             pool.shutdown(cancel_futures=True)  # a strict error stops the checks still queued
     else:
         done.update(zip((w[2].offset for w in rest), (r for part in map(check, chunks) for r in part)))
-        _apply(f, work, done)
+        _apply(f, work, done, proved, mismatch)
     return f.report
 
 
-def _apply(f, work, outcomes):
-    """Stream.decode_frame's consequences of each outcome, in order."""
+def _apply(f, work, outcomes, proved=frozenset(), mismatch=frozenset()):
+    """Stream.decode_frame's consequences of each outcome, in order; `proved`: frames
+    with nothing to apply but, for those in `mismatch`, an INDEX claim they disprove."""
     for plan, stream, fl, claimed in work:
+        if fl.offset in proved:
+            if fl.offset in mismatch and fl.offset in f._index_axes:  # not yet discarded by an earlier one
+                f._index_disagrees(fl.offset)
+            continue
         exc, record = outcomes[fl.offset]
         if exc is None and not claimed:  # nothing to apply (an INDEX claim is never added after the scan)
             continue
