@@ -375,17 +375,21 @@ def _accepted(data):
                        for s in f.streams.values()))
 
 
-def test_a_run_of_like_frames_is_accepted_as_each_would_be_alone(monkeypatch):
+@pytest.mark.parametrize("codec", [0, 1], ids=["none", "zstd"])
+def test_a_run_of_like_frames_is_accepted_as_each_would_be_alone(monkeypatch, codec):
     # A DATA frame shaped like the last one accepted for its stream_id is accepted at once
     # (reader._frames_run): the budget running out among such frames, a run that changes and
     # comes back, a shorter frame, a second stream in between and a new segment must each end
-    # as they do frame by frame.
+    # as they do frame by frame; compressed frames of one raw_size differ in stored length.
     monkeypatch.setattr(limits, "FILE_DECODE_MIN", 0)
     monkeypatch.setattr(limits, "FILE_DECODE_RATIO", 9)  # ~70 % of the frames fit
     body = stream(u8_schema()) + hm.frame(0x10, u8_schema(uuid=UB, name="w"), 2)
     for k in range(300):
         n = 50 if k == 120 else 100
-        body += hm.data(1, bytes(range(n)), n, base=k * 100, run_id=1 if 60 <= k < 70 or k == 80 else 0)
+        records = bytes(i * k % 256 for i in range(n))
+        stored = zstandard.compress(records) if codec else records
+        body += hm.data(1, stored, n, base=k * 100, run_id=1 if 60 <= k < 70 or k == 80 else 0, codec=codec,
+                        raw_size=n)
         if k % 40 == 7:
             body += hm.data(2, b"\x05", 1, base=k)
         if k == 150:

@@ -473,7 +473,8 @@ class LogbFile(SourceReader):
         the header the scan kernel parsed (the hot path), any other through _frame.
 
         A DATA frame shaped as the last one _data accepted for its stream_id
-        (sizes, codec, filter, run_id) meets what that one met: the same
+        (raw_size, record_count, codec, filter, run_id, and for codec none its
+        payload length) meets what that one met: the same
         header_problem (none), no run change, the same charge. It is accepted
         here at once while the budget holds. What it repeats holds only until
         the next frame of another type (which may bind or close), so `same`
@@ -485,7 +486,8 @@ class LogbFile(SourceReader):
             i = offset - base + FRAME_HEADER_SIZE
             if ftype == _DATA and self._cur is not None and sid and head[7]:
                 header = new_data_header(head[1], head[2], head[3], head[4], head[5], head[0])
-                shape = head[0], head[2], head[3], head[4], head[5], plen
+                # header_problem reads payload_len for codec none alone (stored bytes are raw_size)
+                shape = head[0], head[2], head[3], head[4], head[5], None if head[4] else plen
                 last = same.get(sid)
                 if last is not None and last[0] == shape and last[3] <= budget.file_left:
                     _shape, stream, frames, charge, segment = last
