@@ -237,3 +237,33 @@ def test_index_claims_are_compared_at_once_as_each_frame_decodes(scale, base):
     want = _outcome(data, "validate")
     assert not all(want[3].values()) and f"DATA frame at {at[1]};" in json.dumps(want[0])
     assert _outcome(data, 1) == _outcome(data, 2) == want
+
+
+@pytest.mark.parametrize("codec, transpose", [(Codec.none, False), (Codec.zstd, False), (Codec.zstd, True)])
+def test_index_claims_that_lie_are_found_in_every_kind_of_frame(codec, transpose):
+    # The INDEX's own first_axis of two frames one tick off: plain frames are compared from
+    # their first records, checked (decompressed) ones from what the check kept; the first
+    # lie in file order is the one named, on every path.
+    schema = logb.Schema(
+        uuid=logb.stream_uuid("test", "lie"), name="lie", record_bits=48, axis_kind=logb.AxisKind.time,
+        axis_mode=logb.AxisMode.explicit, axis_exp=-6, axis_unit="s", axis_scale=3, axis_field=0,
+        fields=(logb.Field("t", 0, 32, logb.DataType.uint), logb.Field("v", 32, 16, logb.DataType.sint)))
+    buf = io.BytesIO()
+    with logb.Writer(buf, time_base="relative") as w:
+        s = w.add_stream(schema, codec=codec, transpose=transpose)
+        for k in range(6):
+            s.write_batch({"t": np.arange(k * 50, k * 50 + 40, dtype=np.uint32), "v": np.full(40, -k, np.int16)},
+                          axis_base=-7 * k)
+    data = buf.getvalue()
+    want = _outcome(data, "validate")
+    assert all(want[3].values())
+    assert _outcome(data, 1) == _outcome(data, 2) == want
+    index = next(o for o, t, _s, _n in _frames.walk(data) if t == 0x30)
+    for k in (2, 4):
+        at = index + 8 + 4 + 16 + 4 + 24 * k + 8  # entry k's first_axis_raw
+        claim = struct.unpack_from("<q", data, at)[0]
+        data = _frames.refit_crc(_frames.patch(data, at, 0, struct.pack("<q", claim + 1), fix_crc=False), index)
+    want = _outcome(data, "validate")
+    data_at = [o for o, t, _s, _n in _frames.walk(data) if t == 0x20]
+    assert not any(want[3].values()) and f"DATA frame at {data_at[2]};" in json.dumps(want[0])
+    assert _outcome(data, 1) == _outcome(data, 2) == want

@@ -280,9 +280,28 @@ def verify(f, jobs=1, checker=None):
     return f.report
 
 
-def _apply(f, work, outcomes, proved=frozenset(), mismatch=frozenset()):
+def _compare_checked(claims, work, outcomes, proved, mismatch):
+    """The INDEX claims of the checked frames that nothing rejected, compared
+    per stream at once (_disagreeing) where their first records are known and
+    the time axis is an integer field (its range was checked): they join
+    `proved`, and `mismatch` where they disagree."""
+    by_plan = {}
+    for plan, _stream, fl, claimed in work:
+        if claimed and plan.axis_int is not None:
+            outcome = outcomes.get(fl.offset)  # None: a plain frame, compared already
+            if outcome is not None and outcome[0] is None and outcome[1] is not None:
+                _plan, frames, firsts = by_plan.get(id(plan)) or by_plan.setdefault(id(plan), (plan, [], []))
+                frames.append(fl)
+                firsts.append(outcome[1])
+    for plan, frames, firsts in by_plan.values():
+        proved.update(fl.offset for fl in frames)
+        mismatch.update(_disagreeing(claims, plan, frames, firsts))
+
+
+def _apply(f, work, outcomes, proved, mismatch):
     """Stream.decode_frame's consequences of each outcome, in order; `proved`: frames
     with nothing to apply but, for those in `mismatch`, an INDEX claim they disprove."""
+    _compare_checked(f._index_axes, work, outcomes, proved, mismatch)
     for plan, stream, fl, claimed in work:
         if fl.offset in proved:
             if fl.offset in mismatch and fl.offset in f._index_axes:  # not yet discarded by an earlier one
