@@ -28,7 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from . import fields
+from . import codecs, fields
 from ._kernels import field_window
 from .batch import I64_MAX, I64_MIN, _region, _walk_tails, axis_column, check_range
 from .errors import LogbError, MalformedPayloadError
@@ -108,6 +108,15 @@ def check_frame(plan, header, read, lazy=True, want_first=True):
             if implicit and n:
                 _implicit_range(schema, header)
             return None, bytes(read(plan.record_size)) if want_first else None
+        if plan.plain and (implicit or not plan.is_time or plan.axis_proved(header)):
+            # header_problem matched the sizes at open: only decoding the stored bytes can fail
+            data = codecs.decompress(read(None), header.codec, header.raw_size)
+            if implicit and n:
+                _implicit_range(schema, header)
+            if not want_first:
+                return None, None
+            size = plan.record_size  # a transposed region is S rows of N bytes: record 0 is each row's first
+            return None, bytes(data[: size * n : n] if header.filter == Filter.transpose else data[:size])
         data, fixed = _region(schema, header, read(None))
         if plan.variable:
             _walk_tails(schema, data, n * plan.record_size, n)  # also UTF-8 of variable strings
