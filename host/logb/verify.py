@@ -9,7 +9,9 @@ extracted, and the axis range is proved from the axis field's width when it
 can be (extracted only when the width alone allows an overflow). A frame
 stored as is (codec none, no filter) with nothing a record can get wrong is
 not decoded at all (header_problem matched its sizes at open): only its first
-record is kept, for an INDEX claim.
+record is kept, for an INDEX claim; a compressed one is decompressed and no
+more. The INDEX claims of a stream are compared with the first records all at
+once (numpy), not frame by frame.
 
 `Checker` is the scan's on_data hook (LogbFile(on_data=...)): each frame is
 checked while the scan holds its bytes, so nothing is read twice. On several
@@ -166,7 +168,8 @@ def _first_axis(plan, header, record):
 def _disagreeing(claims, plan, frames, firsts):
     """The offsets of the frames (each with its first record, bytes) whose first
     axis value is not what `claims` (an INDEX's, by offset) says, all at once.
-    The plan's time axis is an integer field proved to stay in i64 range:
+    The plan's time axis is an integer field whose values are known to stay
+    in i64 range (proved from its width, or checked when the frame was):
     base + raw * scale is exact in arithmetic modulo 2**64."""
     pick = [i for i, fl in enumerate(frames) if fl.offset in claims]
     if not pick:
