@@ -4,6 +4,7 @@ headers claim, only a LogbError escapes (or the frame is rejected and
 reported), the read path stays under 256 MB of RSS and 5 s of CPU, and every
 open path costs time linear in the number of frames."""
 
+import dataclasses
 import functools
 import gc
 import json
@@ -290,7 +291,7 @@ def _reindex(data, change):
 def _lie(field):
     def change(streams):
         e = streams[0][1][2]
-        streams[0][1][2] = type(e)(**{**e.__dict__, **field(e)})
+        streams[0][1][2] = dataclasses.replace(e, **field(e))
     return change
 
 
@@ -315,7 +316,7 @@ def test_an_index_that_lies_is_refused_at_open(lie):
 def test_an_axis_lie_cannot_hide_records():
     """The last frame claims to start past the window: the claim is read and found false."""
     data = _reindex(sealed_two_streams(), lambda st: st[0][1].__setitem__(
-        -1, st[0][1][-1].__class__(**{**st[0][1][-1].__dict__, "first_axis_raw": struct.pack("<q", 10**9)})))
+        -1, dataclasses.replace(st[0][1][-1], first_axis_raw=struct.pack("<q", 10**9))))
     with IndexedFile(data) as f, pytest.raises(IndexUnavailableError, match="first_axis"):
         list(f.stream("a").window(0, 10**6))
 

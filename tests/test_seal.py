@@ -10,6 +10,7 @@ import pytest
 import logb
 from logb import AxisKind, AxisMode, DataType, Field, Schema
 from logb.crc import crc32c
+from logb.frames import Index, IndexEntry
 from logb.errors import IndexUnavailableError
 from logb.seal import IndexedFile
 
@@ -104,3 +105,17 @@ def test_index_that_omits_a_frame_is_corrupt():
     end = data[off + 8 + len(idx.encode()) + 4 :]
     g = logb.LogbFile(data[:off] + fewer + end)
     assert list(g.index_valid.values()) == [False]
+
+
+def test_decoded_index_entries_are_the_frozen_dataclass_a_writer_builds():
+    # Index.decode builds entries past the frozen __init__ (frames.new_index_entry): they must be
+    # IndexEntry values in every way a caller can see
+    entries = (IndexEntry(100, struct.pack("<q", -5), 7, 1), IndexEntry(40, struct.pack("<q", 9), 0, 2))
+    back = Index(((b"\x11" * 16, entries),))
+    decoded = Index.decode(back.encode())
+    assert decoded == back and hash(decoded.streams[0][1]) == hash(entries)
+    e = decoded.streams[0][1][0]
+    assert type(e) is IndexEntry and not hasattr(e, "__dict__")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        e.run_id = 3
+    assert dataclasses.replace(e, run_id=3) == IndexEntry(100, struct.pack("<q", -5), 7, 3)
