@@ -266,14 +266,14 @@ def verify(f, jobs=1, checker=None):
             for fl in s.frames]
     lazy = _still_holds(f, work)
     done = checker.outcomes() if checker is not None and lazy else {}
-    proved, mismatch = set(), set()  # plain frames checked (their INDEX claims compared) here, at once
+    plain = []  # (plan, frames, first records) whose INDEX claims are compared at once
     for key, (frames, firsts) in (checker.plain() if checker is not None and lazy else {}).items():
         stream_plan = checker._plans[key]
         if stream_plan.axis_int is None:  # no integer time axis: a claim is compared frame by frame (_apply)
             done.update(zip((fl.offset for fl in frames), ((None, first) for first in firsts)))
         else:
-            proved.update(fl.offset for fl in frames)
-            mismatch.update(_disagreeing(claims, stream_plan, frames, firsts))
+            plain.append((stream_plan, frames, firsts))
+    proved = {fl.offset for _p, frames, _f in plain for fl in frames}
     rest = [w for w in work if w[2].offset not in done and w[2].offset not in proved]
     chunks = [rest[i : i + _CHUNK] for i in range(0, len(rest), _CHUNK)]
     check = functools.partial(_check_chunk, lazy=lazy)
@@ -283,20 +283,22 @@ def verify(f, jobs=1, checker=None):
         pool = ThreadPoolExecutor(min(jobs, len(chunks)))
         try:
             done.update(zip((w[2].offset for w in rest), (r for part in pool.map(check, chunks) for r in part)))
-            _apply(f, work, done, proved, mismatch)
         finally:
-            pool.shutdown(cancel_futures=True)  # a strict error stops the checks still queued
+            pool.shutdown(cancel_futures=True)  # an error stops the checks still queued
     else:
         done.update(zip((w[2].offset for w in rest), (r for part in map(check, chunks) for r in part)))
-        _apply(f, work, done, proved, mismatch)
+    mismatch = set()
+    for stream_plan, frames, firsts in plain + _checked_firsts(work, done):
+        proved.update(fl.offset for fl in frames)
+        mismatch.update(_disagreeing(claims, stream_plan, frames, firsts))
+    _apply(f, work, done, proved, mismatch)
     return f.report
 
 
-def _compare_checked(claims, work, outcomes, proved, mismatch):
-    """The INDEX claims of the checked frames that nothing rejected, compared
-    per stream at once (_disagreeing) where their first records are known and
-    the time axis is an integer field (its range was checked): they join
-    `proved`, and `mismatch` where they disagree."""
+def _checked_firsts(work, outcomes):
+    """(plan, frames, first records) of the checked frames with an INDEX claim
+    that nothing rejected, per stream, where the time axis is an integer field
+    (its range was checked): their claims are compared at once (_disagreeing)."""
     by_plan = {}
     for plan, _stream, fl, claimed in work:
         if claimed and plan.axis_int is not None:
@@ -305,15 +307,12 @@ def _compare_checked(claims, work, outcomes, proved, mismatch):
                 _plan, frames, firsts = by_plan.get(id(plan)) or by_plan.setdefault(id(plan), (plan, [], []))
                 frames.append(fl)
                 firsts.append(outcome[1])
-    for plan, frames, firsts in by_plan.values():
-        proved.update(fl.offset for fl in frames)
-        mismatch.update(_disagreeing(claims, plan, frames, firsts))
+    return list(by_plan.values())
 
 
 def _apply(f, work, outcomes, proved, mismatch):
     """Stream.decode_frame's consequences of each outcome, in order; `proved`: frames
     with nothing to apply but, for those in `mismatch`, an INDEX claim they disprove."""
-    _compare_checked(f._index_axes, work, outcomes, proved, mismatch)
     for plan, stream, fl, claimed in work:
         if fl.offset in proved:
             if fl.offset in mismatch and fl.offset in f._index_axes:  # not yet discarded by an earlier one
