@@ -20,7 +20,7 @@ from cffi import FFI
 
 HERE = pathlib.Path(__file__).resolve().parent
 HEADER = "logb_cbridge.h"
-SOURCES = ["crc32c.c", "crc32c_hw.c", "bits.c", "transpose.c", "tails.c", "scan.c", "decode.c"]
+SOURCES = ["crc32c.c", "crc32c_hw.c", "bits.c", "transpose.c", "tails.c", "scan.c", "decode.c", "zstdframe.c"]
 
 _COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 _CONSTANT = re.compile(r"#\s*define\s+(\w+)\s+\S")

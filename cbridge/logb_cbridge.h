@@ -163,6 +163,33 @@ size_t logb_scan_data_frames(const uint8_t *buf, size_t len, size_t pos, uint64_
                              logb_crc_fn crc, logb_frame *table, logb_data_head *heads, size_t cap,
                              size_t *stop, int *status);
 
+/* ------------------------------------------------------------------ zstd
+ * The one zstd frame (RFC 8878 §3.1.1) that buf[0..len) must be, from its
+ * header and block headers alone (zstdframe.c; nothing is decompressed): a
+ * raw or RLE block states what it decodes to, a compressed one decodes to at
+ * most Block_Maximum_Size (128 KiB, or the window when smaller). On
+ * LOGB_ZSTD_OK, info[0] is the frame's size (len), info[1] the most it can
+ * decode to, info[2] its Frame_Content_Size and info[3] 1 when it states one
+ * (else info[2] is 0). Otherwise the first problem, and info is untouched: */
+#define LOGB_ZSTD_OK 0
+#define LOGB_ZSTD_NOT_ZSTD 1       /* no zstd magic number (a skippable frame is not data) */
+#define LOGB_ZSTD_HEADER_SHORT 2   /* the frame header runs past len */
+#define LOGB_ZSTD_RESERVED_BIT 3   /* the header descriptor's reserved bit is set */
+#define LOGB_ZSTD_WINDOW 4         /* a window over 2**31 bytes (libzstd refuses it) */
+#define LOGB_ZSTD_DICTIONARY 5     /* the frame needs a dictionary */
+#define LOGB_ZSTD_RESERVED_BLOCK 6 /* a block of the reserved type */
+#define LOGB_ZSTD_INCOMPLETE 7     /* a block or the checksum runs past len */
+#define LOGB_ZSTD_TRAILING 8       /* bytes after the frame */
+int logb_zstd_frame_bound(const uint8_t *buf, size_t len, uint64_t *info);
+
+/* Many frames of one buffer at once: frames[3i..3i+2] are frame i's start
+ * and end in buf and the raw_size it is to decode to. Returns how many
+ * frames, from the first, are each one zstd frame that fills its range,
+ * states its content size, and can decode to it: content size == raw_size
+ * > 0 and the bound at least that (a decompressor given raw_size bytes of
+ * room then decides the rest). */
+size_t logb_zstd_frames_ok(const uint8_t *buf, size_t len, const uint64_t *frames, size_t n);
+
 /* ------------------------------------------------------------------ group
  * Rows by group (decode.c): a stable counting sort of the n rows by
  * group[i] (0..ngroups-1; ngroups or more leaves the row out). starts

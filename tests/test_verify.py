@@ -267,3 +267,74 @@ def test_index_claims_that_lie_are_found_in_every_kind_of_frame(codec, transpose
     data_at = [o for o, t, _s, _n in _frames.walk(data) if t == 0x20]
     assert not any(want[3].values()) and f"DATA frame at {data_at[2]};" in json.dumps(want[0])
     assert _outcome(data, 1) == _outcome(data, 2) == want
+
+
+def _zstd_content_size_at(data, offset):
+    """Where the stored zstd frame of the DATA frame at `offset` states its
+    content size (RFC 8878 §3.1.1.1), and in how many bytes."""
+    z = offset + 8 + 28
+    fhd = data[z + 4]
+    single, did, fcs = fhd >> 5 & 1, fhd & 3, fhd >> 6
+    size = (0, 2, 4, 8)[fcs] if fcs else single
+    return z + 5 + (not single) + (0, 1, 2, 4)[did], size
+
+
+def _grown(data, offset, extra):
+    """The DATA frame at `offset` with bytes appended to its payload (the CRC refitted)."""
+    plen = struct.unpack_from("<I", data, offset)[0]
+    end = offset + 8 + plen
+    grown = struct.pack("<I", plen + len(extra)) + data[offset + 4 : end] + extra
+    return data[:offset] + _frames.refit_crc(grown + bytes(4), 0) + data[end + 4 :]
+
+
+def _zstd_plain_file():
+    """Two streams of fixed-size records, zstd (one transposed, with an explicit
+    integer time axis; one with an implicit axis), 40 DATA frames, INDEXed."""
+    explicit = logb.Schema(
+        uuid=logb.stream_uuid("test", "zx"), name="zx", record_bits=48, axis_kind=logb.AxisKind.time,
+        axis_mode=logb.AxisMode.explicit, axis_exp=-6, axis_unit="s", axis_scale=1, axis_field=0,
+        fields=(logb.Field("t", 0, 32, logb.DataType.uint), logb.Field("v", 32, 16, logb.DataType.sint)))
+    implicit = logb.Schema(
+        uuid=logb.stream_uuid("test", "zi"), name="zi", record_bits=32, axis_kind=logb.AxisKind.time,
+        axis_mode=logb.AxisMode.implicit, axis_exp=-6, axis_unit="s", axis_step=1000,
+        fields=(logb.Field("v", 0, 32, logb.DataType.uint),))
+    buf = io.BytesIO()
+    with logb.Writer(buf, time_base="relative", segment_bytes=4000) as w:
+        a = w.add_stream(explicit, codec=Codec.zstd, transpose=True)
+        b = w.add_stream(implicit, codec=Codec.zstd)
+        for k in range(20):
+            a.write_batch({"t": np.arange(k * 90, k * 90 + 60, dtype=np.uint32),
+                           "v": np.arange(60, dtype=np.int16) * k}, axis_base=k)
+            b.write_batch({"v": np.arange(50, dtype=np.uint32) + k}, axis_base=1000 * k)
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("by_window", [False, True])
+def test_zstd_frames_checked_in_batches_are_judged_as_validate_judges_them(tmp_path, monkeypatch, by_window):
+    # Zstd frames of fixed-size records are decompressed many at a time (codecs.zstd_decode_many);
+    # one bad frame in a batch sends the batch back to a check per frame: every verdict is validate's.
+    if by_window:
+        monkeypatch.setattr(source, "HOLD_MAX", 0)
+        monkeypatch.setattr(logb.scan, "SOURCE_WINDOW", 3000)
+    clean = _zstd_plain_file()
+    at = [o for o, t, _s, _n in _frames.walk(clean) if t == 0x20]
+    assert len(at) == 40 and all(clean[o + _frames.DATA_CODEC] == Codec.zstd for o in at)
+    pos, size = _zstd_content_size_at(clean, at[9])
+    assert size
+    stated = int.from_bytes(clean[pos : pos + size], "little")
+    cases = {
+        "clean": clean,
+        "scrambled": _frames.patch(clean, at[3], 8 + 28 + 9, b"\xff\x00\xff\x00\xff"),
+        "content size": _frames.refit_crc(clean[:pos] + (stated - 1).to_bytes(size, "little") + clean[pos + size :],
+                                          at[9]),
+        "trailing byte": _grown(clean, at[14], b"\x00"),
+        "every kind": _grown(_frames.patch(clean, at[21], 8 + 28 + 9, b"\x01\x02\x03"), at[30], b"\x00\x00"),
+    }
+    path = tmp_path / "z.logb"
+    for name, data in cases.items():
+        path.write_bytes(data)
+        want = _settled(path, "validate", None)
+        assert (name == "clean") == (sum(s[2] for s in want[2]) == 0), name
+        for jobs in (1, 2, 3):
+            assert _settled(path, jobs, Checker(jobs)) == want, (name, jobs)
+            assert _settled(path, jobs, None) == want, (name, jobs)

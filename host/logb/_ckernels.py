@@ -186,3 +186,16 @@ class CKernels(Kernels):
             check_scan(pos, base, cap, len(p))
             n = self.lib.logb_scan_data_frames(p, len(p), pos, base, self._crc_fn, out, hout, cap, stop, status)
         return table[:n], heads[:n], stop[0], status[0]
+
+    def _zstd_frame_bound(self, buf):
+        info = self.ffi.new("uint64_t[4]")  # per call: verify calls it from several threads
+        with self.ffi.from_buffer("uint8_t[]", buf) as p:
+            code = self.lib.logb_zstd_frame_bound(p, len(p), info)
+        if code:
+            return code, 0, 0, None
+        return 0, info[0], info[1], info[2] if info[3] else None
+
+    def _zstd_frames_ok(self, buf, frames):
+        ffi = self.ffi
+        with ffi.from_buffer("uint8_t[]", buf) as p, ffi.from_buffer("uint64_t[]", frames) as f:
+            return self.lib.logb_zstd_frames_ok(p, len(p), f, frames.shape[0])

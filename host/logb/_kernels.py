@@ -28,6 +28,15 @@ and these, each checking its own buffer as it takes hold of it:
   28-byte DATA header of frame i (`present` 1) or zeros (not a DATA frame,
   or a payload too short to hold one).
 
+- `zstd_frame_bound(buf)`: (code, size, bound, content) of the one zstd
+  frame buf must be, from its headers alone (zstdframe.c): the code is
+  ZSTD_OK or the first problem (ZSTD_*), `bound` the most it can decode to,
+  `content` its stated Frame_Content_Size or None.
+- `zstd_frames_ok(buf, frames)`: how many of the frames of buf (rows of a
+  uint64 (n, 3) array: start, end, raw_size), from the first, are each a
+  zstd frame exactly there that states raw_size (> 0) as its content size and
+  can decode to it (the decompressor decides the rest).
+
 `group_rows(group, ngroups, columns)`: rows (and columns) grouped by a group
 number per row, a stable counting sort (the backend's `_group_rows`);
 `linear(raw, a, b)`: a linear conversion of an integer column (`_linear`);
@@ -68,6 +77,16 @@ FRAME_DTYPE = np.dtype([("offset", "<u8"), ("payload_len", "<u4"), ("stream_id",
 # logb_cbridge.h's logb_data_head: a DATA frame's 28-byte header (frames.DATA_HEADER), aligned
 HEAD_DTYPE = np.dtype([("raw_size", "<u8"), ("axis_base", "V8"), ("record_count", "<u4"), ("run_id", "<u4"),
                        ("codec", "u1"), ("filter", "u1"), ("reserved", "<u2"), ("present", "<u4")])
+# ---- zstd frames (zstdframe.c): logb_cbridge.h's LOGB_ZSTD_*
+ZSTD_OK = 0
+ZSTD_NOT_ZSTD = 1  # no zstd magic number (a skippable frame is not data)
+ZSTD_HEADER_SHORT = 2  # the frame header runs past the end
+ZSTD_RESERVED_BIT = 3  # the header descriptor's reserved bit is set
+ZSTD_WINDOW = 4  # a window over 2**31 bytes
+ZSTD_DICTIONARY = 5  # the frame needs a dictionary
+ZSTD_RESERVED_BLOCK = 6  # a block of the reserved type
+ZSTD_INCOMPLETE = 7  # a block or the checksum runs past the end
+ZSTD_TRAILING = 8  # bytes after the frame
 FRAME_DATA = 0x20  # tables.FrameType.DATA (tables imports nothing of the kernels')
 DATA_HEAD_SIZE = 28
 KEY_GROUPS_MAX = 4096  # distinct keys key_groups takes by default (CAN ids on one bus)
@@ -315,3 +334,14 @@ class Kernels:
     def scan_data_frames(self, buf, pos=0, base=0, cap=SCAN_CAP):
         """scan_frames and the DATA headers of its frames (see the module docstring)."""
         return self._scan_data_frames(buf, pos, base, cap)
+
+    def zstd_frame_bound(self, buf):
+        """(code, size, bound, content) of the zstd frame buf must be (see the module docstring)."""
+        return self._zstd_frame_bound(buf)
+
+    def zstd_frames_ok(self, buf, frames):
+        """How many frames of buf pass, from the first (see the module docstring)."""
+        if not isinstance(frames, np.ndarray) or frames.dtype != np.uint64 or frames.ndim != 2 \
+                or frames.shape[1] != 3 or not frames.flags.c_contiguous:
+            raise TypeError("frames must be a C-contiguous (n, 3) uint64 array")
+        return self._zstd_frames_ok(buf, frames) if frames.shape[0] else 0

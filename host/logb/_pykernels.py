@@ -12,7 +12,9 @@ import numpy as np
 
 from ._kernels import (DATA_HEAD_SIZE, FRAME_DATA, FRAME_DTYPE, HEAD_DTYPE, KIND_BOOL, KIND_SIGNED,
                        KIND_SIZE_MASK, SCAN_CRC, SCAN_END, SCAN_FULL, SCAN_PAST_END, TAIL_LEFTOVER, TAIL_OK,
-                       TAIL_PAST_END, TAIL_PREFIX, Kernels, check_range, check_scan, check_size, field_window)
+                       TAIL_PAST_END, TAIL_PREFIX, ZSTD_DICTIONARY, ZSTD_HEADER_SHORT, ZSTD_INCOMPLETE,
+                       ZSTD_NOT_ZSTD, ZSTD_OK, ZSTD_RESERVED_BIT, ZSTD_RESERVED_BLOCK, ZSTD_TRAILING, ZSTD_WINDOW,
+                       Kernels, check_range, check_scan, check_size, field_window)
 
 POLY = 0x82F63B78  # CRC-32C (Castagnoli), reflected; logb.crc.POLY, the firmware is generated from it
 _U64 = np.uint64
@@ -20,6 +22,10 @@ _U32 = struct.Struct("<I")
 _FRAME_HEADER = struct.Struct("<IBBH")  # framing.FRAME_HEADER (framing imports the backend)
 _DATA_HEAD = struct.Struct("<8sIIBBHQ")  # frames.DATA_HEADER
 _NO_HEAD = (0, bytes(8), 0, 0, 0, 0, 0, 0)
+_ZSTD_MAGIC = 0xFD2FB528
+_ZSTD_BLOCK_MAX = 1 << 17  # Block_Maximum_Size
+_ZSTD_DID_SIZE = (0, 1, 2, 4)  # Dictionary_ID bytes by its flag
+_ZSTD_FCS_SIZE = (0, 2, 4, 8)  # Frame_Content_Size bytes by its flag
 
 
 def _make_table():
@@ -258,3 +264,72 @@ class PyKernels(Kernels):
                         heads.append(_NO_HEAD)
                 pos = end
         return rows, heads, pos, status
+
+    # ---------------------------------------------------------------- zstd
+    def _zstd_frames_ok(self, buf, frames):
+        with memoryview(buf) as mv:
+            b = mv.cast("B") if mv.format != "B" or mv.ndim != 1 else mv
+            for i, (start, end, raw_size) in enumerate(frames.tolist()):
+                if not start <= end <= len(b):
+                    return i
+                code, _size, most, content = self._zstd_frame_bound(b[start:end])
+                if code or content != raw_size or most < raw_size or not raw_size:
+                    return i
+            return len(frames)
+
+    def _zstd_frame_bound(self, buf):
+        """zstdframe.c, step for step (RFC 8878 §3.1.1)."""
+        with memoryview(buf) as mv:
+            b = mv.cast("B") if mv.format != "B" or mv.ndim != 1 else mv
+            n = len(b)
+            if n < 4 or int.from_bytes(b[:4], "little") != _ZSTD_MAGIC:
+                return ZSTD_NOT_ZSTD, 0, 0, None
+            if n < 5:
+                return ZSTD_HEADER_SHORT, 0, 0, None
+            fhd = b[4]
+            single, did_flag, fcs_flag = fhd >> 5 & 1, fhd & 3, fhd >> 6
+            fcs_bytes = _ZSTD_FCS_SIZE[fcs_flag] if fcs_flag else single
+            if n < 5 + (not single) + _ZSTD_DID_SIZE[did_flag] + fcs_bytes:
+                return ZSTD_HEADER_SHORT, 0, 0, None
+            if fhd & 0x08:
+                return ZSTD_RESERVED_BIT, 0, 0, None
+            pos, window = 5, 0
+            if not single:
+                wd = b[pos]
+                pos += 1
+                log = (wd >> 3) + 10
+                if log > 31:
+                    return ZSTD_WINDOW, 0, 0, None
+                window = (1 << log) + ((1 << log) >> 3) * (wd & 7)
+            did_bytes = _ZSTD_DID_SIZE[did_flag]
+            if did_bytes and int.from_bytes(b[pos : pos + did_bytes], "little"):
+                return ZSTD_DICTIONARY, 0, 0, None
+            pos += did_bytes
+            content = None
+            if fcs_bytes:
+                content = int.from_bytes(b[pos : pos + fcs_bytes], "little") + (256 if fcs_bytes == 2 else 0)
+                pos += fcs_bytes
+            if single:
+                window = content
+            block_max = window if window and window < _ZSTD_BLOCK_MAX else _ZSTD_BLOCK_MAX
+            bound, last = 0, False
+            while not last:
+                if n - pos < 3:
+                    return ZSTD_INCOMPLETE, 0, 0, None
+                head = int.from_bytes(b[pos : pos + 3], "little")
+                last, kind, size = head & 1, head >> 1 & 3, head >> 3
+                pos += 3
+                if kind == 3:
+                    return ZSTD_RESERVED_BLOCK, 0, 0, None
+                stored = 1 if kind == 1 else size  # RLE: one byte, repeated
+                if stored > n - pos:
+                    return ZSTD_INCOMPLETE, 0, 0, None
+                pos += stored
+                bound += block_max if kind == 2 else size
+            if fhd >> 2 & 1:
+                if n - pos < 4:
+                    return ZSTD_INCOMPLETE, 0, 0, None
+                pos += 4
+            if pos < n:
+                return ZSTD_TRAILING, 0, 0, None
+            return ZSTD_OK, pos, bound, content

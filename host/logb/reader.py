@@ -402,8 +402,10 @@ class LogbFile(SourceReader):
     accepts an input whose file header is missing or damaged by resyncing at
     its first SYNC frame. `progress(offset)` is called after each frame.
     `on_data(stream, FrameLoc, payload)` is called for each DATA frame the
-    scan accepts, with a view of its payload valid only during the call
-    (logb.verify checks frames while their bytes are in memory).
+    scan accepts, with a view of its payload valid until the end of the run
+    of frames it came in, when `on_data.run_end(view, base)` is called if
+    there is one, with a view of the bytes the run lies in and their file
+    offset (logb.verify checks frames while their bytes are in memory).
     `readahead`: a file read by window is read and walked (CRCs, frame
     table) on a thread a few windows ahead of the scan; the scan's own CPU time
     halves, but on a shared 2-core machine the wall time did not improve (the
@@ -437,6 +439,7 @@ class LogbFile(SourceReader):
         self._header_problems = {}  # (id(schema), codec, filter, count, raw_size, payload_len) -> header_problem
         self.strict = strict
         self._on_data = on_data
+        run_end = getattr(on_data, "run_end", None)  # the views on_data was given go stale
         breaks = None
         for run, view, base in self._scan(recover, strict, readahead):
             # damage the scanner resumed past inside the segment keeps it (SPEC §10.3, G17)
@@ -445,6 +448,8 @@ class LogbFile(SourceReader):
                     self._close_segment()
                 breaks = self.report.segment_breaks
             self._frames_run(run, view, base, progress)
+            if run_end is not None:
+                run_end(view, base)
         self.sessions = resolve_sessions(self.segments, [off for off, _end in self.ends], self._note)
         self._check_index_and_end()
         self._data_offsets = None  # one entry per DATA frame, read last by the INDEX check: not held open

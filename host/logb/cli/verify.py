@@ -25,8 +25,8 @@ def add_arguments(p):
     p.add_argument("file", help="a .logb file, or - for standard input")
     p.add_argument("--json", action="store_true", help="print the verdict as one JSON object")
     p.add_argument("--jobs", type=_jobs, default=default_jobs(), metavar="N",
-                   help="check compressed DATA frames on N threads once the scan is done (default: the CPU "
-                        "count); the verdict is the same for any N")
+                   help="check compressed DATA frames on N threads (default: the CPU count): zstd frames "
+                        "while the scan goes on, others once it is done; the verdict is the same for any N")
     add_recover(p)
 
 
@@ -38,8 +38,7 @@ def _jobs(text):
 
 
 def run(args, out):
-    checker = Checker(args.jobs)
-    with open_logb(args.file, recover=args.recover, on_data=checker) as f:
+    with Checker(args.jobs) as checker, open_logb(args.file, recover=args.recover, on_data=checker) as f:
         verify(f, args.jobs, checker)
         rep = f.report
         ok = intact(f)
