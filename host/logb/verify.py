@@ -219,29 +219,35 @@ def _zstd_outcomes(items, buf, base, one_call=True):
     (codecs.zstd_decode_many); one by one, as check_frame, when any of them fails."""
     frames = np.array([(a - base, b - base, fl.header.raw_size) for a, b, fl in
                        ((*fl.stored_slice, fl) for _p, _s, fl in items)], np.uint64).reshape(-1, 3)
-    out = codecs.zstd_decode_many(buf, frames, one_call)
-    if out is None:
+    firsts = codecs.zstd_decode_many(buf, frames, one_call, functools.partial(_first_record, items))
+    if firsts is None:
         return [check_frame(plan, fl.header, _slicer(buf[a - base : b - base])) for plan, _s, fl in items
                 for a, b in (fl.stored_slice,)]
     outcomes = []
-    for i, (plan, _stream, fl) in enumerate(items):
-        header = fl.header
-        n, first = header.record_count, None
-        if n:
-            if plan.implicit:
-                try:
-                    _implicit_range(plan.schema, header)
-                except (LogbError, ValueError) as exc:
-                    outcomes.append((exc, None))
-                    continue
-            data, size = memoryview(out[i]), plan.record_size  # transposed: record 0 is each row's first
-            first = bytes(data[: size * n : n] if header.filter == Filter.transpose else data[:size])
+    for (plan, _stream, fl), first in zip(items, firsts):
+        if plan.implicit and fl.header.record_count:
+            try:
+                _implicit_range(plan.schema, fl.header)
+            except (LogbError, ValueError) as exc:
+                outcomes.append((exc, None))
+                continue
         outcomes.append((None, first))
     return outcomes
 
 
+def _first_record(items, i, data):
+    """The first record (bytes) of items[i]'s decompressed region, None if it has none."""
+    plan, _stream, fl = items[i]
+    n, size = fl.header.record_count, plan.record_size
+    if not n:
+        return None
+    data = memoryview(data)  # transposed: S rows of N bytes, record 0 is each row's first
+    return bytes(data[: size * n : n] if fl.header.filter == Filter.transpose else data[:size])
+
+
 def _zstd_task(items):
-    """_zstd_outcomes of (plan, stream, FrameLoc) read again from the file, in one read."""
+    """_zstd_outcomes of (plan, stream, FrameLoc) read again from the file, in one read,
+    decompressed in one call (a call per frame was 10% slower with two threads decompressing)."""
     lo, hi = items[0][2].stored_slice[0], items[-1][2].stored_slice[1]
     try:
         span = items[0][1]._file._stored(lo, hi)
