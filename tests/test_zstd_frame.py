@@ -184,3 +184,20 @@ def test_decode_many_is_decompress_of_each_or_none(logb_backend, one_call):
     assert codecs.zstd_decode_many(bytes(damaged), table, one_call) is None
     with pytest.raises(InvalidDataError):
         codecs.decompress(bytes(damaged)[int(table[4, 0]) : int(table[4, 1])], 1, len(datas[4]))
+
+
+def test_decode_many_without_the_one_call_api(logb_backend, monkeypatch):
+    # python-zstandard's cffi backend has no multi_decompress_to_buffer: one call is refused (the caller
+    # then checks frame by frame), a call per frame still works
+    class PerFrameOnly:
+        def __init__(self):
+            self._d = zstandard.ZstdDecompressor()
+
+        def decompress(self, *args, **kwargs):
+            return self._d.decompress(*args, **kwargs)
+
+    monkeypatch.setattr(codecs, "_zstd_decompressor", PerFrameOnly)
+    datas = [b"ab" * 100, b"cd" * 300]
+    buf, table = _packed([(zstandard.ZstdCompressor().compress(d), len(d)) for d in datas])
+    assert codecs.zstd_decode_many(buf, table, one_call=True) is None
+    assert codecs.zstd_decode_many(buf, table, one_call=False) == datas
