@@ -14,6 +14,7 @@ import argparse
 import datetime
 import gc
 import io
+import json
 import os
 import pathlib
 import platform
@@ -220,7 +221,48 @@ def firmware_sizes():
 
 # ---------------------------------------------------------------- render
 
-def render(args, n, runs, d, files, crc, crc_pkg, dec, wr, verify, fw, elapsed):
+# A fresh interpreter per case: open the file, note VmRSS, reset the high-water mark
+# (/proc/self/clear_refs), build every column, read VmHWM. What columns() costs above
+# the opened file is then VmHWM - VmRSS, whatever the interpreter and the scan held before.
+_PEAK_WORKER = """
+import json, sys
+from logb import _backend
+_backend.use(sys.argv[2])
+import logb
+
+def status(key):
+    with open('/proc/self/status') as f:
+        return next(int(line.split()[1]) * 1024 for line in f if line.startswith(key))
+
+f = logb.LogbFile(sys.argv[1])
+stream = f.stream('can')
+before = status('VmRSS:')
+with open('/proc/self/clear_refs', 'w') as clear:
+    clear.write('5')  # VmHWM := VmRSS
+cols = stream.columns()
+peak = status('VmHWM:')
+result = sum(v.nbytes for v in cols.raw.values()) + cols.axis.nbytes
+print(json.dumps({'before': before, 'peak': peak, 'result': result, 'records': len(cols)}))
+"""
+
+
+def columns_peak(files, cache, copies=4):
+    """{(key, backend): worker's JSON} for columns() of `copies` copies of each file (one stream)."""
+    out = {}
+    for key, path in files.items():
+        big = cache / f"columns-peak-{key}.logb"
+        bench.logb_cat([path] * copies, big)
+        try:
+            for be in ("c", "python"):
+                r = subprocess.run([sys.executable, "-c", _PEAK_WORKER, str(big), be], stdout=subprocess.PIPE,
+                                   text=True, check=True)
+                out[key, be] = dict(json.loads(r.stdout.strip().splitlines()[-1]), size=big.stat().st_size)
+        finally:
+            big.unlink()
+    return out
+
+
+def render(args, n, runs, d, files, crc, crc_pkg, dec, wr, verify, fw, elapsed, peak):
     L = []
     w = L.append
     c = _backend.C
@@ -297,6 +339,21 @@ def render(args, n, runs, d, files, crc, crc_pkg, dec, wr, verify, fw, elapsed):
         ["C backend / Python backend, none", r(("c", "none"), ("python", "none")), "", ""],
         ["C backend / Python backend, zstd", r(("c", "zstd"), ("python", "zstd")), "", ""],
     ]))
+    w("")
+
+    w("### Peak memory of `columns()`\n")
+    w("`LogbFile(path).stream('can').columns()` of a file of 4 copies of the trace's Logb file (one stream, "
+      f"{peak['none', 'c']['records']:,} records), in a fresh interpreter per case: its RSS once the file is "
+      "open (VmRSS), then the high-water mark reset (`/proc/self/clear_refs`) and read again once every column "
+      "is built (VmHWM). *above open*: what building the columns took at its peak, over the *result*: the "
+      "bytes of the raw columns and the axis it returns (run_id and session are built when first read). "
+      "Goal: ≤ 1.3×.\n")
+    rows = []
+    for (key, be), p in peak.items():
+        rows.append([f"{key}: {p['size'] / 1e6:.1f} MB", "C" if be == "c" else "Python",
+                     f"{p['before'] / 1e6:.0f} MB", f"{(p['peak'] - p['before']) / 1e6:.0f} MB",
+                     f"{p['result'] / 1e6:.0f} MB", f"{(p['peak'] - p['before']) / p['result']:.2f}×"])
+    w(table(["file", "backend", "RSS once open", "above open at the peak", "result", "above open / result"], rows))
     w("")
 
     # write
@@ -441,8 +498,10 @@ def main(argv=None):
         verify[key] = big_verify(files[key], args.cache / f"verify-{key}-1g.logb", int(args.verify_bytes), runs)
     bench.log("cbridge: firmware sizes ...")
     fw = firmware_sizes()
+    bench.log("cbridge: columns() peak memory ...")
+    peak = columns_peak(files, args.cache)
     elapsed = time.perf_counter() - started
-    section = render(args, n, runs, d, files, crc, crc_pkg, dec, wr, verify, fw, elapsed)
+    section = render(args, n, runs, d, files, crc, crc_pkg, dec, wr, verify, fw, elapsed, peak)
     benchmd.splice(args.output, "cbridge", section)
     bench.log(f"cbridge: wrote its section of {args.output} in {elapsed:.0f} s")
     return 0
