@@ -271,7 +271,7 @@ class Checker:
     def __init__(self, jobs=1):
         self._plans = {}  # id(stream) -> _Plan
         self._outcomes = {}  # DATA offset -> check_frame's outcome
-        self._plain = {}  # see plain()
+        self._streams = {}  # id(stream) -> (its _Plan, plain()'s frames and first records): one lookup a frame
         self._compressed = jobs == 1  # checked here too
         self._batch = []  # zstd frames of this run to check together at its end: (plan, stream, FrameLoc)
         # jobs - 1 threads beside the scan; once it is done, this thread takes the batches not yet started
@@ -299,13 +299,16 @@ class Checker:
     def __call__(self, stream, fl, payload):
         if payload is None:
             return  # no bytes to check: verify reads the frame
-        plan, header = self._plans.get(id(stream)) or self.plan(stream), fl.header
+        state = self._streams.get(id(stream))
+        if state is None:
+            state = self._streams[id(stream)] = self.plan(stream), [], []
+        plan, frames, firsts = state
+        header = fl.header
         # the hot path: check_frame's first case (header_only of a frame with no implicit axis), inlined;
         # only its first record is kept, and verify compares a stream's INDEX claims with them at once
         if plan.hot and header.codec == _NONE and header.filter == _NONE and (not plan.is_time or (
                 (b := plan.bases) is not None and b[0] <= _I64.unpack(header.axis_base_raw)[0] <= b[1])):
             if header.record_count:
-                frames, firsts = self._plain.get(id(stream)) or self._plain.setdefault(id(stream), ([], []))
                 frames.append(fl)
                 firsts.append(payload[DATA_HEADER_SIZE : DATA_HEADER_SIZE + plan.record_size].tobytes())
             else:
@@ -349,9 +352,9 @@ class Checker:
         return self._outcomes
 
     def plain(self):
-        """id(stream) -> ([FrameLoc], [first record]): the frames that only their header
-        (matched at open) could reject, and that hold records."""
-        return self._plain
+        """[(_Plan, [FrameLoc], [first record])] per stream: the frames that only their
+        header (matched at open) could reject, and that hold records."""
+        return [state for state in self._streams.values() if state[1]]
 
 
 def _still_holds(f, work):
@@ -378,13 +381,12 @@ def verify(f, jobs=1, checker=None):
 def _verify(f, jobs, checker):
     claims = f._index_axes
     plan = checker.plan if checker is not None else Checker().plan
-    work = [(plan(s), s, fl, fl.offset in claims) for s in f.streams.values() if s.schema is not None
-            for fl in s.frames]
+    work = [(p, s, fl, fl.offset in claims) for s, p in ((s, plan(s)) for s in f.streams.values()
+                                                          if s.schema is not None) for fl in s.frames]
     lazy = _still_holds(f, work)
     done = checker.outcomes() if checker is not None and lazy else {}
     plain = []  # (plan, frames, first records) whose INDEX claims are compared at once
-    for key, (frames, firsts) in (checker.plain() if checker is not None and lazy else {}).items():
-        stream_plan = checker._plans[key]
+    for stream_plan, frames, firsts in (checker.plain() if checker is not None and lazy else ()):
         if stream_plan.axis_int is None:  # no integer time axis: a claim is compared frame by frame (_apply)
             done.update(zip((fl.offset for fl in frames), ((None, first) for first in firsts)))
         else:
