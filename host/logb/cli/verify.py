@@ -8,8 +8,10 @@ EXIT_SINK_LOST = 4  # intact as read, but its writer states bytes it could not w
 HELP = "check every frame's CRC and every record; exit 0 intact, 1 damaged, 2 not Logb, 4 writer lost data"
 DESCRIPTION = """\
 Check the file header, every frame's CRC-32C, and decode every DATA frame
-as far as anything can reject it (no columns are built), on --jobs cores,
-each frame while the scan holds its bytes (nothing is read twice).
+as far as anything can reject it (no columns are built), on --jobs cores.
+With one, each frame is checked while the scan holds its bytes (nothing is
+read twice); with more, compressed frames are read again by the threads
+that decompress them, alongside the scan. The verdict is the same for any N.
 
 Exit status (for scripts):
   0  intact: no damage, no truncation, no rejected records
