@@ -380,3 +380,18 @@ class TestTimeAxisRange:
         assert f.stream("i").rejected == 4
         with pytest.raises(EncodeError):
             logb.Writer(io.BytesIO()).add_stream(s).write_batch({"v": [0] * 5}, axis_base=2**62)
+
+
+@pytest.mark.parametrize("mode, step", [(AxisMode.implicit, 1e308), (AxisMode.explicit, 1e308)])
+def test_a_float_axis_that_overflows_is_inf_without_a_warning(mode, step, recwarn):
+    # SPEC §5.2: IEEE binary64, so base + 2 * 1e308 is inf, a value (numpy would warn of the overflow)
+    kw = {"axis_step": step} if mode == AxisMode.implicit else {"axis_scale": step, "axis_field": 0}
+    s = Schema(b"\x06" * 16, "f", 8, AxisKind.index, mode, fields=(Field("x", 0, 8, DataType.uint),), **kw)
+    buf = io.BytesIO()
+    with logb.Writer(buf) as w:
+        w.add_stream(s, codec=Codec.none, transpose=False).write_batch({"x": [0, 1, 2]}, axis_base=1e308)
+    with logb.LogbFile(buf.getvalue()) as f:
+        axis = f.stream("f").columns().axis
+    want = [1e308 + i * 1e308 for i in range(3)]  # the record index, or the raw x, which is the index here
+    assert axis.tolist() == want and np.isinf(axis[1:]).all()
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
