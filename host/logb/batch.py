@@ -269,8 +269,6 @@ def axis_column(schema, header, fixed, out=None, axis_raw=None):
         np.add(u, np.uint64(base % (1 << 64)), out=u)
         return out
     idx = np.arange(n, dtype=np.float64)
-    if mode == AxisMode.explicit:
-        raw = axis_raw if axis_raw is not None else fields.extract(fixed, schema.fields[schema.axis_field])
     # IEEE binary64 as SPEC §5.2 says: an overflow is inf (and inf - inf NaN), a value, not a warning
     with np.errstate(all="ignore"):
         if mode == AxisMode.implicit:
@@ -278,6 +276,7 @@ def axis_column(schema, header, fixed, out=None, axis_raw=None):
         elif mode == AxisMode.implicit_log:
             col = base * np.power(schema.axis_step, idx)
         else:
+            raw = axis_raw if axis_raw is not None else fields.extract(fixed, schema.fields[schema.axis_field])
             col = base + raw.astype(np.float64) * schema.axis_scale
     if out is None:
         return col

@@ -145,7 +145,7 @@ def zstd_decode_many(buf, frames, one_call=True, keep=None):
     `one_call`: all in one call that runs without the GIL (python-zstandard's
     multi_decompress_to_buffer), for threads beside a busy one; else a call
     per frame, each output given to `keep` and dropped before the next is
-    made: ~10% quicker on one thread (the next output is the memory malloc
+    made: ~5% quicker on one thread (the next output is the memory malloc
     just had back, still in cache, and there is no context to set up per call)."""
     d = _zstd_decompressor()
     multi = getattr(d, "multi_decompress_to_buffer", None)  # not in the cffi backend

@@ -101,10 +101,14 @@ class _Plan:
             return False
         return self.bases[0] <= _I64.unpack(header.axis_base_raw)[0] <= self.bases[1]
 
+    def decoding_only(self, header):
+        """True when only decoding the stored bytes can reject the frame (header_problem
+        matched its sizes at open, and no record can reject it)."""
+        return self.plain and (self.implicit or not self.is_time or self.axis_proved(header))
+
     def header_only(self, header):
         """True when nothing but the header can reject the frame (it is not decoded)."""
-        return (self.plain and header.codec == Codec.none and header.filter == Filter.none
-                and (self.implicit or not self.is_time or self.axis_proved(header)))
+        return header.codec == Codec.none and header.filter == Filter.none and self.decoding_only(header)
 
 
 def check_frame(plan, header, read, lazy=True, want_first=True):
@@ -122,8 +126,7 @@ def check_frame(plan, header, read, lazy=True, want_first=True):
             if implicit and n:
                 _implicit_range(schema, header)
             return None, bytes(read(plan.record_size)) if want_first else None
-        if plan.plain and (implicit or not plan.is_time or plan.axis_proved(header)):
-            # header_problem matched the sizes at open: only decoding the stored bytes can fail
+        if plan.decoding_only(header):
             data = codecs.decompress(read(None), header.codec, header.raw_size)
             if implicit and n:
                 _implicit_range(schema, header)
@@ -313,8 +316,7 @@ class Checker:
                 firsts.append(payload[DATA_HEADER_SIZE : DATA_HEADER_SIZE + plan.record_size].tobytes())
             else:
                 self._outcomes[fl.offset] = None, None
-        elif header.codec == _ZSTD and plan.plain and (plan.implicit or not plan.is_time
-                                                       or plan.axis_proved(header)):
+        elif header.codec == _ZSTD and plan.decoding_only(header):
             self._batch.append((plan, stream, fl))  # check_frame's second case: only decompressing can reject it
         elif self._compressed or header.codec == Codec.none:
             self._outcomes[fl.offset] = check_frame(plan, header, _slicer(payload[DATA_HEADER_SIZE:]))
