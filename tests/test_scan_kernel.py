@@ -129,8 +129,8 @@ def _frames_of(events):
     out = []
     for ev in events:
         if type(ev) is Run:
-            assert len(ev.rows) == len(ev.heads)
-            out += [("frame", *row) for row in ev.rows]
+            assert len(ev.table) == len(ev.heads)
+            out += [("frame", *row) for row in ev.table.tolist()]
         elif type(ev) is FrameRef:
             out.append(("frame", ev.offset, ev.payload_len, ev.stream_id, ev.type, ev.flags))
         else:
@@ -171,7 +171,7 @@ def test_the_windowed_scanners_runs_are_its_frames(backend, window, readahead):
                 by_run = [(tuple(row), bytes(view[row[0] - base + 8 : row[0] - base + 8 + row[1]]))
                           for run, view, base in iter_source_frames(Source(data), reports[0], recover=True,
                                                                     window=window, runs=True, readahead=readahead)
-                          for row in run.rows]
+                          for row in run.table.tolist()]
                 by_frame = [((fr.offset, fr.payload_len, fr.stream_id, fr.type, fr.flags), bytes(payload))
                             for fr, payload in iter_source_frames(Source(data), reports[1], recover=True,
                                                                   window=window)]

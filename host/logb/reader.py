@@ -8,7 +8,6 @@ type is taken by its row of FRAME_RULES (one decode, one handler); segments
 and writer sessions are segments.py's, the INDEX and END checks seal.py's.
 """
 
-from bisect import bisect_left
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -33,7 +32,7 @@ from .frames import Attach, DataHeader, End, Index, Meta, Run, Sync, new_data_he
 from .framing import FRAME_HEADER_SIZE, FRAME_OVERHEAD
 from .scan import FrameRef, Report, check_header, iter_frames, iter_source_frames
 from .schema import Schema, partial_identity
-from .seal import end_problems, index_problem
+from .seal import DataTable, end_problems, index_problem
 from .segments import Segment, resolve_sessions
 from .source import SourceReader, open_source
 from .tables import FILE, FRAME_SCOPE, LOST_BUFFER, LOST_CONTROLLER, LOST_INVALID, STREAM, AxisMode, Codec, \
@@ -59,6 +58,40 @@ class FrameLoc:
     def stored_slice(self):
         start = self.offset + 8 + 28
         return start, self.offset + 8 + self.payload_len
+
+
+class DataBlock:
+    """Accepted DATA frames of one stream, one after another in a run of the scan, that
+    repeat the shape of the frame before them (LogbFile._frames_run): the scan kernel's
+    rows for them (`table`, FRAME_DTYPE; `heads`, HEAD_DTYPE), and no object per frame
+    until one is asked for (`frame_locs`). They share every header field but axis_base
+    (and, compressed, the payload length)."""
+
+    __slots__ = ("table", "heads", "segment", "raw_size", "record_count", "run_id", "codec", "filter")
+
+    def __init__(self, table, heads, segment):
+        self.table, self.heads, self.segment = table, heads, segment
+        self.raw_size, _axis, self.record_count, self.run_id, self.codec, self.filter, _r, _p = heads[0].tolist()
+
+    def __len__(self):
+        return len(self.table)
+
+    @property
+    def offsets(self):
+        return self.table["offset"]
+
+    @property
+    def end(self):
+        """Where the block's last frame ends."""
+        last = self.table[-1]
+        return int(last["offset"]) + FRAME_OVERHEAD + int(last["payload_len"])
+
+    def frame_locs(self):
+        count, run_id, codec, filt, raw_size, segment = (self.record_count, self.run_id, self.codec, self.filter,
+                                                         self.raw_size, self.segment)
+        return [FrameLoc(offset, plen, new_data_header(axis, count, run_id, codec, filt, raw_size), segment)
+                for offset, plen, axis in zip(self.table["offset"].tolist(), self.table["payload_len"].tolist(),
+                                              self.heads["axis_base"].tolist())]
 
 
 @dataclass
@@ -90,6 +123,24 @@ _DATA = int(FrameType.DATA)
 _HEADER_PROBLEMS_HELD = 1024
 
 
+def _like_after(table, heads):
+    """(the rows of a scan kernel run that are not like the row before them, and for
+    each how many rows right after it are), where a row is like the one before it when
+    both are DATA frames with a parsed header, of one stream_id, of one shape: raw_size,
+    record_count, run_id, codec, filter, and for codec none the payload length."""
+    n = len(table)
+    if n < 2:
+        return np.arange(n), [0] * n
+    data = (table["type"] == _DATA) & (table["stream_id"] != 0) & (heads["present"] != 0)
+    like = data[1:] & data[:-1]
+    like &= table["stream_id"][1:] == table["stream_id"][:-1]
+    for column in (heads["raw_size"], heads["record_count"], heads["run_id"], heads["codec"], heads["filter"],
+                   np.where(heads["codec"] == 0, table["payload_len"], 0)):
+        like &= column[1:] == column[:-1]
+    at = np.flatnonzero(np.concatenate(([True], ~like)))
+    return at, (np.diff(at, append=n) - 1).tolist()
+
+
 class Stream:
     """One logical stream (one stream_uuid) across segments, sessions and files."""
 
@@ -99,8 +150,9 @@ class Stream:
         self.name = name
         self.schema = None  # the canonical (first valid) schema
         self.schema_payload = None
-        self._frames = []
-        self._dropped = 0  # frames marked dropped but still in _frames
+        self._list = []  # accepted DATA frames (FrameLoc) but those still in _blocks, file order
+        self._blocks = []  # (position in _list, DataBlock): frames not yet made FrameLocs, file order
+        self._dropped = 0  # frames marked dropped but still in _list
         self.rejected = 0
         self.rejections = []
         self.meta = {}
@@ -113,14 +165,67 @@ class Stream:
     @property
     def frames(self):
         """The accepted DATA frames (FrameLoc), file order."""
-        if self._dropped:  # compacted once after any number of rejections, not once each
-            self._frames = [fl for fl in self._frames if not fl.dropped]
-            self._dropped = 0
+        self._compact()
         return self._frames
 
     @property
+    def _frames(self):
+        """Every accepted DATA frame as a FrameLoc (the blocks made FrameLocs now), dropped ones too."""
+        if self._blocks:
+            out, at = [], 0
+            for pos, block in self._blocks:
+                out += self._list[at:pos]
+                out += block.frame_locs()
+                at = pos
+            out += self._list[at:]
+            self._list[:] = out  # in place: the scan may hold this list
+            self._blocks = []
+        return self._list
+
+    @_frames.setter
+    def _frames(self, frames):
+        self._list, self._blocks = frames, []
+
+    def _compact(self):
+        """Leave out the dropped frames (once after any number of rejections, not once each)."""
+        if not self._dropped:
+            return
+        if self._blocks:  # each block's position counts the frames kept before it
+            kept = [0]
+            for fl in self._list:
+                kept.append(kept[-1] + (not fl.dropped))
+            self._blocks = [(kept[pos], block) for pos, block in self._blocks]
+        self._list = [fl for fl in self._list if not fl.dropped]
+        self._dropped = 0
+
+    def _pieces(self):
+        """The accepted frames, file order, as lists of FrameLocs and DataBlocks (nothing made)."""
+        self._compact()
+        at = 0
+        for pos, block in self._blocks:
+            if pos > at:
+                yield self._list[at:pos]
+            yield block
+            at = pos
+        if at < len(self._list):
+            yield self._list[at:]
+
+    def _last_end(self):
+        """Where the stored bytes of the last accepted frame end (0: there is none)."""
+        self._compact()
+        if self._blocks and self._blocks[-1][0] == len(self._list):
+            last = self._blocks[-1][1].table[-1]
+            return int(last["offset"]) + FRAME_HEADER_SIZE + int(last["payload_len"])
+        return self._list[-1].stored_slice[1] if self._list else 0
+
+    def _add_block(self, block):
+        self._blocks.append((len(self._list), block))
+
+    @property
     def records(self):
-        return sum(f.header.record_count for f in self.frames)
+        self._compact()
+        return (sum(f.header.record_count for f in self._list)
+                + sum(len(block) * block.record_count for _pos, block in self._blocks))
 
     @property
     def lost(self):
@@ -432,7 +537,8 @@ class LogbFile(SourceReader):
         self._bound = {}
         self._cur = None
         self._end_since_segment = False
-        self._data_offsets = {}  # offset -> (stream or None, DataHeader)
+        self._data_offsets = {}  # offset -> (stream or None, DataHeader), but for the DataBlocks' frames
+        self._data_blocks = []  # (stream, DataBlock) of the frames accepted as blocks, file order
         self._run_state = {}
         self._schema_cache = {}  # SCHEMA payload -> (schema | None, uuid, name, error)
         self._index_axes = {}  # DATA offset -> first_axis an INDEX claims (checked on decode)
@@ -452,7 +558,7 @@ class LogbFile(SourceReader):
                 run_end(view, base)
         self.sessions = resolve_sessions(self.segments, [off for off, _end in self.ends], self._note)
         self._check_index_and_end()
-        self._data_offsets = None  # one entry per DATA frame, read last by the INDEX check: not held open
+        self._data_offsets = self._data_blocks = None  # read last by the INDEX check: not held open
 
     @property
     def buf(self):
@@ -483,11 +589,19 @@ class LogbFile(SourceReader):
         header_problem (none), no run change, the same charge. It is accepted
         here at once while the budget holds. What it repeats holds only until
         the next frame of another type (which may bind or close), so `same`
-        is kept for this run alone."""
+        is kept for this run alone. The like frames right after such a frame
+        (_like_after) are accepted all at once, as a DataBlock: no object per
+        frame, and on_data.block(stream, block, view, base) instead of a call each."""
         on_data = self._on_data
         same = {}  # stream_id -> (shape, stream, its frame list, charge, segment): see above
         budget, data_offsets = self._budget, self._data_offsets
-        for (offset, plen, sid, ftype, flags), head in zip(run.rows, run.heads):
+        table, heads = run.table, run.heads
+        at, like = _like_after(table, heads)
+        todo = list(zip(table[at].tolist(), heads[at].tolist(), like, at.tolist()))
+        t = 0
+        while t < len(todo):
+            (offset, plen, sid, ftype, flags), head, like, k = todo[t]
+            t += 1
             i = offset - base + FRAME_HEADER_SIZE
             if ftype == _DATA and self._cur is not None and sid and head[7]:
                 header = new_data_header(head[1], head[2], head[3], head[4], head[5], head[0])
@@ -506,7 +620,26 @@ class LogbFile(SourceReader):
                     payload = view[i : i + plen] if on_data is not None else None
                     accepted = self._data(offset, sid, plen, header, payload)
                     if accepted is not None:
-                        same[sid] = shape, *accepted
+                        last = same[sid] = shape, *accepted
+                if like:  # the like frames after this one: accepted at once while the budget holds
+                    taken = 0
+                    if last is not None and last[0] == shape:
+                        _shape, stream, frames, charge, segment = last
+                        taken = like if not charge else min(like, budget.file_left // charge)
+                    if taken:
+                        budget.file_left -= charge * taken
+                        block = DataBlock(table[k + 1 : k + 1 + taken], heads[k + 1 : k + 1 + taken], segment)
+                        stream._add_block(block)
+                        self._data_blocks.append((stream, block))
+                        if on_data is not None:
+                            on_data.block(stream, block, view, base)
+                    if taken < like:  # the rest one by one (the budget rejects them)
+                        rest = slice(k + 1 + taken, k + 1 + like)
+                        todo[t:t] = zip(table[rest].tolist(), heads[rest].tolist(), [0] * (like - taken),
+                                        range(rest.start, rest.stop))
+                    elif progress is not None:
+                        progress(block.end)
+                        continue
             else:
                 same.clear()
                 self._frame(FrameRef(offset, ftype, flags, sid, plen), view[i : i + plen])
@@ -802,11 +935,11 @@ class LogbFile(SourceReader):
             state[1].add(state[0])
             state[0] = run_id
         fl = FrameLoc(offset, payload_len, header, segment)
-        stream._frames.append(fl)  # nothing is dropped while scanning
+        stream._list.append(fl)  # nothing is dropped while scanning
         if self._on_data is not None:
             self._on_data(stream, fl, payload)
         charge = self._budget.repeat_charge(schema, header)
-        return None if charge is None else (stream, stream._frames, charge, segment)
+        return None if charge is None else (stream, stream._list, charge, segment)
 
     # after the scan
     def _check_index_and_end(self):
@@ -816,7 +949,7 @@ class LogbFile(SourceReader):
             for problem in end_problems(off, end, sync_offsets, index_offsets):
                 self._note(off, "end", problem)
         self.index_valid = {}
-        data_offsets = list(self._data_offsets)  # file order
+        table = self._data_table() if self.indexes else None
         checked = set()  # sessions whose INDEX was checked: each DATA frame is compared once
         for off, idx, seg in self.indexes:
             session = self.segments[seg].session if seg is not None else None
@@ -827,13 +960,35 @@ class LogbFile(SourceReader):
             else:
                 checked.add(session)
                 start = self.sessions[session].first_offset
-                in_session = {t: self._data_offsets[t] for t in
-                              data_offsets[bisect_left(data_offsets, start):bisect_left(data_offsets, off)]}
-                problem, covered = index_problem(off, idx, start, self.streams, in_session)
+                problem, covered = index_problem(off, idx, start, self.streams, table, table.between(start, off))
                 self._index_axes.update(covered)
             self.index_valid[off] = problem is None
             if problem:
                 self._note(off, "corrupt-index", f"INDEX disagrees with the frames: {problem}; the frames stand")
+
+    def _data_table(self):
+        """Every DATA frame a SCHEMA bound (accepted or rejected), file order: a seal.DataTable."""
+        streams, index = [], {}
+        def number(stream):
+            if id(stream) not in index:
+                index[id(stream)] = len(streams)
+                streams.append(stream)
+            return index[id(stream)]
+        singles = self._data_offsets
+        headers = [h for _s, h in singles.values()]
+        parts = [(np.fromiter(singles, np.int64, len(singles)),
+                  np.array([-1 if s is None else number(s) for s, _h in singles.values()], np.int64),
+                  np.array([h.record_count for h in headers], np.int64),
+                  np.array([h.run_id for h in headers], np.int64),
+                  np.frombuffer(b"".join(h.axis_base_raw for h in headers), "<u8"))]
+        for stream, block in self._data_blocks:
+            heads = block.heads
+            parts.append((block.offsets.astype(np.int64), np.full(len(block), number(stream), np.int64),
+                          heads["record_count"].astype(np.int64), heads["run_id"].astype(np.int64),
+                          heads["axis_base"].view("<u8")))
+        columns = [np.concatenate(c) for c in zip(*parts)]
+        order = np.argsort(columns[0], kind="stable")  # the blocks' frames lie among the others'
+        return DataTable(*(c[order] for c in columns), streams)
 
     def _index_disagrees(self, data_offset):
         self._index_axes = {}  # the index is discarded: nothing more to compare

@@ -176,14 +176,17 @@ _new = object.__new__
 
 class Run:
     """A run of CRC-valid frames as the scan kernel listed them (`runs=True`):
-    `rows` (offset, payload_len, stream_id, type, flags) and, row for row,
-    `heads`, the DATA header the kernel parsed (HEAD_DTYPE's fields, `present`
-    0 when the frame is no DATA frame or too short to hold one)."""
+    `table` (FRAME_DTYPE: offset, payload_len, stream_id, type, flags) and,
+    row for row, `heads`, the DATA header the kernel parsed (HEAD_DTYPE,
+    `present` 0 when the frame is no DATA frame or too short to hold one)."""
 
-    __slots__ = ("rows", "heads")
+    __slots__ = ("table", "heads")
 
-    def __init__(self, rows, heads):
-        self.rows, self.heads = rows, heads
+    def __init__(self, table, heads):
+        self.table, self.heads = table, heads
+
+    def __len__(self):
+        return len(self.table)
 
 
 @dataclass(frozen=True)
@@ -381,7 +384,7 @@ class FrameScanner:
                         for k in np.flatnonzero(_FOLLOW[table["type"]]).tolist():
                             offset, plen, sid, ftype, _flags = table[k].tolist()
                             self._follow(buf, offset - base, ftype, sid, plen)
-                        yield Run(table.tolist(), heads.tolist())
+                        yield Run(table, heads)
                     pos = base + stop
                     if status != SCAN_FULL:
                         break
@@ -657,7 +660,7 @@ def iter_frames(buf, report, start, strict=False, runs=False):
             report.frames += 1
             yield event
         elif type(event) is Run:
-            report.frames += len(event.rows)
+            report.frames += len(event)
             yield event
         else:
             report.record(event)
@@ -693,7 +696,7 @@ def iter_source_frames(source, report, recover=False, strict=False, window=None,
                     i = event.offset - base + FRAME_HEADER_SIZE
                     yield event, view[i : i + event.payload_len]
                 elif type(event) is Run:
-                    report.frames += len(event.rows)
+                    report.frames += len(event)
                     yield event, view, base
                 else:
                     report.record(event)

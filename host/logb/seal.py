@@ -10,6 +10,8 @@ END (SPEC §9.2) without scanning it: it follows the same pointers
 reaches (entry_problem) before using it.
 """
 
+import numpy as np
+
 from .batch import decode_batch, header_problem
 from .errors import (IndexUnavailableError, InvalidSchemaError, LogbError, MalformedPayloadError, NotFoundError,
                      NotLogbError)
@@ -60,33 +62,82 @@ def entry_problem(entry, header, schema):
     return None
 
 
-def index_problem(index_offset, index, session_start, streams, data_frames):
+class DataTable:
+    """DATA frames the scan found, file order, as arrays: `offset`; `stream`, an index
+    into `streams` (their Stream, or None when the uuid could not be read); and from
+    each header `count` (record_count), `run_id` and `axis` (axis_base, as uint64)."""
+
+    __slots__ = ("offset", "stream", "count", "run_id", "axis", "streams")
+
+    def __init__(self, offset, stream, count, run_id, axis, streams):
+        self.offset, self.stream, self.count, self.run_id, self.axis = offset, stream, count, run_id, axis
+        self.streams = streams
+
+    def between(self, lo, hi):
+        """The rows whose offsets are in [lo, hi): a slice."""
+        return slice(*np.searchsorted(self.offset, [lo, hi]).tolist())
+
+
+_ENTRY_DTYPE = np.dtype([("back_offset", "<u8"), ("first_axis", "<u8"), ("record_count", "<u4"), ("run_id", "<u4")])
+# what index_problem says of an entry (worded to go before "at offset N")
+_ORDER, _NO_MATCH, _FIRST_AXIS = 1, 2, 3
+_ENTRY_PROBLEMS = {_NO_MATCH: "no matching DATA frame", _FIRST_AXIS: "first_axis of the frame"}
+
+
+def _entries(entries):
+    """An INDEX's entries of one stream as an _ENTRY_DTYPE array."""
+    out = np.empty(len(entries), _ENTRY_DTYPE)
+    out["back_offset"] = [e.back_offset for e in entries]
+    out["first_axis"] = np.frombuffer(b"".join(e.first_axis_raw for e in entries), "<u8")
+    out["record_count"] = [e.record_count for e in entries]
+    out["run_id"] = [e.run_id for e in entries]
+    return out
+
+
+def index_problem(index_offset, index, session_start, streams, table, rows):
     """Why the INDEX at `index_offset` disagrees with the frames it covers
     (SPEC §9.1), or None; with it the first_axis it claims per DATA offset.
+    Each entry is checked as entry_problem checks it, all of a stream's at once.
 
     `streams`: uuid -> the scan's stream (with .schema; None when unreadable);
-    `data_frames`: DATA offset -> (stream or None, DataHeader), every DATA
-    frame the scan found in this session before the INDEX."""
+    `table[rows]` (a DataTable and a slice of it): every DATA frame the scan
+    found in this session before the INDEX."""
+    offsets, owner = table.offset[rows], table.stream[rows]
+    index_of = {id(s): i for i, s in enumerate(table.streams)}
     covered = {}
     for uuid, entries in index.streams:
         stream = streams.get(uuid)
-        if stream is None or stream.schema is None:
+        if stream is None or stream.schema is None or not entries:
             continue  # an unreadable stream's entries mean nothing
-        last = -1
-        for e in entries:
-            target = entry_offset(index_offset, e)
-            if not session_start <= target < index_offset or target <= last:
+        ent = _entries(entries)
+        back = ent["back_offset"]
+        # the target (index_offset - back) in [session_start, index_offset), each after the one before
+        problem = np.where((back == 0) | (back > index_offset - session_start), _ORDER, 0)
+        problem[1:][back[1:] >= back[:-1]] = _ORDER
+        target = index_offset - np.minimum(back, index_offset).astype(np.int64)
+        at = np.minimum(np.searchsorted(offsets, target), max(len(offsets) - 1, 0))
+        if len(offsets):
+            found = (offsets[at] == target) & (owner[at] == index_of.get(id(stream), -2))
+            same = found & (table.count[rows][at] == ent["record_count"]) & (table.run_id[rows][at] == ent["run_id"])
+            axis_checked = np.ones(len(ent), bool) if stream.schema.axis_mode != AxisMode.explicit \
+                else ent["record_count"] == 0
+            axis_bad = same & axis_checked & (table.axis[rows][at] != ent["first_axis"])
+        else:
+            same = axis_bad = np.zeros(len(ent), bool)
+        problem[(problem == 0) & ~same] = _NO_MATCH
+        problem[(problem == 0) & axis_bad] = _FIRST_AXIS
+        bad = np.flatnonzero(problem)
+        if len(bad):
+            code = int(problem[bad[0]])
+            if code == _ORDER:
                 return "an entry points outside its session or out of file order", {}
-            last = target
-            found = data_frames.get(target)
-            problem = "no matching DATA frame" if found is None or found[0] is not stream else \
-                entry_problem(e, found[1], stream.schema)
-            if problem:
-                return f"{problem} at offset {target}", {}
-            covered[target] = e.first_axis_raw
-    for target, (stream, _header) in data_frames.items():
-        if stream is not None and stream.schema is not None and target not in covered:
-            return f"the DATA frame at offset {target} is missing", {}
+            return f"{_ENTRY_PROBLEMS[code]} at offset {int(target[bad[0]])}", {}
+        covered.update(zip(target.tolist(), [e.first_axis_raw for e in entries]))
+    readable = np.array([s is not None and s.schema is not None for s in table.streams] + [False], bool)
+    claimed = np.fromiter(covered, np.int64, len(covered))
+    missing = np.flatnonzero(readable[owner] & ~np.isin(offsets, claimed))
+    if len(missing):
+        return f"the DATA frame at offset {int(offsets[missing[0]])} is missing", {}
     return None, covered
 
 

@@ -40,6 +40,8 @@ from ._kernels import field_window
 from .batch import I64_MAX, I64_MIN, _region, _walk_tails, axis_column, check_range
 from .errors import LogbError, MalformedPayloadError
 from .frames import DATA_HEADER_SIZE, pack_axis
+from .reader import DataBlock
+from .framing import FRAME_HEADER_SIZE, FRAME_OVERHEAD
 from .tables import AxisMode, ByteOrder, Codec, DataType, Filter
 
 _I64 = struct.Struct("<q")  # a time axis_base (SPEC §8.1)
@@ -180,24 +182,30 @@ def _first_axis(plan, header, record):
     return axis_column(schema, dataclasses.replace(header, record_count=1), fixed)[0]  # float arithmetic as is
 
 
-def _disagreeing(claims, plan, frames, firsts):
-    """The offsets of the frames (each with its first record, bytes) whose first
-    axis value is not what `claims` (an INDEX's, by offset) says, all at once.
-    The plan's time axis is an integer field whose values are known to stay
-    in i64 range (proved from its width, or checked when the frame was):
-    base + raw * scale is exact in arithmetic modulo 2**64."""
-    pick = [i for i, fl in enumerate(frames) if fl.offset in claims]
+def _rows(frames, firsts, record_size):
+    """_disagreeing's arrays of frames (FrameLocs) and their first records (bytes)."""
+    return (np.array([fl.offset for fl in frames], np.int64),
+            np.frombuffer(b"".join(fl.header.axis_base_raw for fl in frames), "<u8"),
+            np.frombuffer(b"".join(firsts), np.uint8).reshape(len(firsts), record_size))
+
+
+def _disagreeing(claims, plan, offsets, bases, records):
+    """The offsets of the frames whose first axis value is not what `claims` (an
+    INDEX's, by offset) says, all at once: `offsets`, the frames' (an array);
+    `bases`, their axis_base (uint64); `records`, their first records (an
+    (n, record_size) uint8 array). The plan's time axis is an integer field whose
+    values are known to stay in i64 range (proved from its width, or checked when
+    the frame was): base + raw * scale is exact in arithmetic modulo 2**64."""
+    offsets = offsets.tolist()
+    pick = [i for i, offset in enumerate(offsets) if offset in claims]
     if not pick:
         return ()
-    if len(pick) < len(frames):
-        frames, firsts = [frames[i] for i in pick], [firsts[i] for i in pick]
-    schema = plan.schema
-    records = np.frombuffer(b"".join(firsts), np.uint8).reshape(len(firsts), plan.record_size)
-    raw = fields.extract(records, schema.fields[schema.axis_field]).astype(np.uint64)
-    bases = np.frombuffer(b"".join(fl.header.axis_base_raw for fl in frames), "<u8")
-    first = bases + raw * np.uint64(schema.axis_scale % (1 << 64))
-    claimed = np.frombuffer(b"".join(claims[fl.offset] for fl in frames), "<u8")
-    return [frames[i].offset for i in np.flatnonzero(first != claimed).tolist()]
+    if len(pick) < len(offsets):
+        offsets, bases, records = [offsets[i] for i in pick], bases[pick], records[pick]
+    raw = fields.extract(records, plan.schema.fields[plan.schema.axis_field]).astype(np.uint64)
+    first = bases + raw * np.uint64(plan.schema.axis_scale % (1 << 64))
+    claimed = np.frombuffer(b"".join(claims[offset] for offset in offsets), "<u8")
+    return [offsets[i] for i in np.flatnonzero(first != claimed).tolist()]
 
 
 def _from_file(stream, fl):
@@ -280,6 +288,7 @@ class Checker:
         # jobs - 1 threads beside the scan; once it is done, this thread takes the batches not yet started
         self._pool = ThreadPoolExecutor(jobs - 1) if jobs > 1 else None
         self._tasks = []  # (the offsets of a batch's frames, the batch, the future of its outcomes)
+        self._plain_blocks = {}  # id(reader.DataBlock) -> plain_block()'s (plan, block, first records)
 
     def __enter__(self):
         return self
@@ -321,6 +330,43 @@ class Checker:
         elif self._compressed or header.codec == Codec.none:
             self._outcomes[fl.offset] = check_frame(plan, header, _slicer(payload[DATA_HEADER_SIZE:]))
 
+    def block(self, stream, block, view, base):
+        """LogbFile's call for a reader.DataBlock of accepted frames, whose bytes are in
+        `view` from file offset `base`: the hot path's frames all at once (their first
+        records gathered in one numpy take), any other frame as __call__ takes it."""
+        plan = self.plan(stream)
+        if plan.hot and block.codec == _NONE and block.filter == _NONE:
+            if plan.is_time:  # the axis bases from which no record can overflow (plan.bases), all at once
+                bases = block.heads["axis_base"].view("<i8")
+                lo, hi = plan.bases if plan.bases is not None else (1, 0)
+                if not ((bases >= lo) & (bases <= hi)).all():
+                    return self._one_by_one(stream, block, view, base)
+            firsts = None
+            if block.record_count:
+                # the frames lie one after another, and stored as is they are of one length: the first
+                # records are a strided view of the window, copied out
+                first = int(block.table[0]["offset"]) - base + FRAME_HEADER_SIZE + DATA_HEADER_SIZE
+                step = FRAME_OVERHEAD + int(block.table[0]["payload_len"])
+                if int(block.table[-1]["offset"]) - base + FRAME_HEADER_SIZE + DATA_HEADER_SIZE \
+                        != first + (len(block) - 1) * step:  # not so: a scan that changed what a run is
+                    return self._one_by_one(stream, block, view, base)
+                firsts = np.lib.stride_tricks.as_strided(np.frombuffer(view, np.uint8)[first:],
+                                                         (len(block), plan.record_size), (step, 1)).copy()
+            self._plain_blocks[id(block)] = plan, block, firsts
+            return None
+        return self._one_by_one(stream, block, view, base)
+
+    def _one_by_one(self, stream, block, view, base):
+        for fl in block.frame_locs():
+            i = fl.offset - base + FRAME_HEADER_SIZE
+            self(stream, fl, view[i : i + fl.payload_len])
+
+    def plain_block(self, block):
+        """(_Plan, the block, its first records: an (n, record_size) uint8 array, None when
+        its frames hold none) of a reader.DataBlock whose frames only their header (matched
+        at open) could reject; else None."""
+        return self._plain_blocks.get(id(block))
+
     def run_end(self, view=None, base=0):
         """LogbFile's call at the end of each run of frames, with the bytes they lie in
         (`view`, from file offset `base`): the views it handed over go stale."""
@@ -359,12 +405,11 @@ class Checker:
         return [state for state in self._streams.values() if state[1]]
 
 
-def _still_holds(f, work):
+def _still_holds(f, streams):
     """The input still holds every frame. A file can shrink after the scan:
     then every frame is read in full, as validate reads it, so each one past
     the new end reports the shrink."""
-    # each stream's frames are in file order: its last one ends last
-    end = max((s.frames[-1].stored_slice[1] for s in {id(s): s for _p, s, _fl, _c in work}.values()), default=0)
+    end = max((s._last_end() for s, _p in streams), default=0)
     return not end or len(f.source.read_at(end - 1, 1)) == 1
 
 
@@ -380,13 +425,53 @@ def verify(f, jobs=1, checker=None):
             checker.close()
 
 
+class _Block:
+    """verify's work item for a DataBlock whose frames only their header could reject
+    (Checker.plain_block): nothing to apply but the INDEX claims they disprove."""
+
+    __slots__ = ("plan", "stream", "block", "firsts")
+
+    def __init__(self, plan, stream, block, firsts):
+        self.plan, self.stream, self.block, self.firsts = plan, stream, block, firsts
+
+
+def _work(streams, claims, done, plain_block):
+    """verify's work, stream by stream, file order within one: (plan, stream, FrameLoc,
+    claimed) per frame, and a _Block per plain DataBlock of a stream whose blocks are all
+    plain (and whose claims, if its blocks have any, _disagreeing can compare). The
+    other streams' frames are all made FrameLocs, their plain blocks' outcomes put in `done`."""
+    claimed = np.fromiter(claims, np.int64, len(claims)) if claims else None
+    work = []
+    for s, plan in streams:
+        pieces = list(s._pieces())
+        held = [plain_block(piece) for piece in pieces if type(piece) is DataBlock]
+        if all(h is not None for h in held) and (plan.axis_int is not None or claimed is None or not any(
+                np.isin(block.offsets, claimed).any() for _p, block, _f in held)):
+            held = iter(held)
+            for piece in pieces:
+                if type(piece) is DataBlock:
+                    _p, block, firsts = next(held)
+                    work.append(_Block(plan, s, block, firsts))
+                else:
+                    work += [(plan, s, fl, fl.offset in claims) for fl in piece]
+            continue
+        for h in held:
+            if h is not None:  # a plain block among others: its outcomes frame by frame
+                _p, block, firsts = h
+                offsets = block.offsets.tolist()
+                done.update(zip(offsets, [(None, None)] * len(offsets) if firsts is None else
+                                ((None, first.tobytes()) for first in firsts)))
+        work += [(plan, s, fl, fl.offset in claims) for fl in s.frames]
+    return work
+
+
 def _verify(f, jobs, checker):
     claims = f._index_axes
     plan = checker.plan if checker is not None else Checker().plan
-    work = [(p, s, fl, fl.offset in claims) for s, p in ((s, plan(s)) for s in f.streams.values()
-                                                          if s.schema is not None) for fl in s.frames]
-    lazy = _still_holds(f, work)
+    streams = [(s, plan(s)) for s in f.streams.values() if s.schema is not None]
+    lazy = _still_holds(f, streams)
     done = checker.outcomes() if checker is not None and lazy else {}
+    work = _work(streams, claims, done, checker.plain_block if checker is not None and lazy else lambda _b: None)
     plain = []  # (plan, frames, first records) whose INDEX claims are compared at once
     for stream_plan, frames, firsts in (checker.plain() if checker is not None and lazy else ()):
         if stream_plan.axis_int is None:  # no integer time axis: a claim is compared frame by frame (_apply)
@@ -394,7 +479,7 @@ def _verify(f, jobs, checker):
         else:
             plain.append((stream_plan, frames, firsts))
     proved = {fl.offset for _p, frames, _f in plain for fl in frames}
-    rest = [w for w in work if w[2].offset not in done and w[2].offset not in proved]
+    rest = [w for w in work if type(w) is tuple and w[2].offset not in done and w[2].offset not in proved]
     chunks = [rest[i : i + _CHUNK] for i in range(0, len(rest), _CHUNK)]
     check = functools.partial(_check_chunk, lazy=lazy)
     # Threads pay only where a check runs outside the GIL (decompression); an
@@ -410,7 +495,13 @@ def _verify(f, jobs, checker):
     mismatch = set()
     for stream_plan, frames, firsts in plain + _checked_firsts(work, done):
         proved.update(fl.offset for fl in frames)
-        mismatch.update(_disagreeing(claims, stream_plan, frames, firsts))
+        mismatch.update(_disagreeing(claims, stream_plan, *_rows(frames, firsts, stream_plan.record_size)))
+    if claims:
+        for w in work:
+            if type(w) is _Block and w.firsts is not None:
+                heads = w.block.heads
+                mismatch.update(_disagreeing(claims, w.plan, w.block.offsets, heads["axis_base"].view("<u8"),
+                                             w.firsts))
     _apply(f, work, done, proved, mismatch)
     return f.report
 
@@ -420,7 +511,7 @@ def _checked_firsts(work, outcomes):
     that nothing rejected, per stream, where the time axis is an integer field
     (its range was checked): their claims are compared at once (_disagreeing)."""
     by_plan = {}
-    for plan, _stream, fl, claimed in work:
+    for plan, _stream, fl, claimed in (w for w in work if type(w) is tuple):
         if claimed and plan.axis_int is not None:
             outcome = outcomes.get(fl.offset)  # None: a plain frame, compared already
             if outcome is not None and outcome[0] is None and outcome[1] is not None:
@@ -432,8 +523,16 @@ def _checked_firsts(work, outcomes):
 
 def _apply(f, work, outcomes, proved, mismatch):
     """Stream.decode_frame's consequences of each outcome, in order; `proved`: frames
-    with nothing to apply but, for those in `mismatch`, an INDEX claim they disprove."""
-    for plan, stream, fl, claimed in work:
+    with nothing to apply but, for those in `mismatch`, an INDEX claim they disprove
+    (as are a _Block's frames)."""
+    for w in work:
+        if type(w) is _Block:
+            if mismatch and f._index_axes:
+                for offset in w.block.offsets.tolist():
+                    if offset in mismatch and offset in f._index_axes:
+                        f._index_disagrees(offset)
+            continue
+        plan, stream, fl, claimed = w
         if fl.offset in proved:
             if fl.offset in mismatch and fl.offset in f._index_axes:  # not yet discarded by an earlier one
                 f._index_disagrees(fl.offset)
