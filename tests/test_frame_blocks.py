@@ -14,7 +14,7 @@ import handmade as hm
 import logb
 from logb import AxisKind, AxisMode, DataType, Field, Schema, reader
 from logb.crc import crc32c
-from logb.frames import Index
+from logb.frames import Index, Meta
 from logb.seal import entry_offset, entry_problem
 from logb.tables import Codec
 from logb.verify import Checker, verify
@@ -219,3 +219,16 @@ def test_verify_of_blocks_with_a_rejected_frame_among_them_is_validate():
     want = _settled(data, "validate")
     assert want[1][0][2] == 100  # the zstd frame's records rejected
     assert _settled(data, 1) == _settled(data, 2) == want
+
+
+def test_a_meta_frame_restated_every_segment_is_decoded_once(monkeypatch):
+    calls = []
+    decode = Meta.decode.__func__
+    monkeypatch.setattr(Meta, "decode", classmethod(lambda cls, payload: calls.append(1) or decode(cls, payload)))
+    reader._meta_of.cache_clear()
+    big = hm.meta([("note", "x" * 5000)])  # over the cached size: decoded each time
+    body = b"".join(hm.sync(k) + hm.meta([("logb.lost.buffer", "0")]) + big + hm.meta([("k", str(k % 2))])
+                    for k in range(20))
+    with logb.LogbFile(hm.header() + body) as f:
+        assert len(f.segments) == 20 and [s.meta.get("k") for s in f.segments][:3] == ["0", "1", "0"]
+    assert len(calls) == 1 + 20 + 2

@@ -8,6 +8,7 @@ type is taken by its row of FRAME_RULES (one decode, one handler); segments
 and writer sessions are segments.py's, the INDEX and END checks seal.py's.
 """
 
+import functools
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -999,6 +1000,17 @@ class LogbFile(SourceReader):
                            f"INDEX first_axis disagrees with the DATA frame at {data_offset}; the frames stand")
 
 
+@functools.lru_cache(maxsize=256)
+def _meta_of(payload):
+    return Meta.decode(payload)
+
+
+def _decode_meta(payload):
+    """Meta.decode, once per distinct small payload: a writer restates its META frames
+    every segment, mostly unchanged (a Meta is frozen: one can stand for many)."""
+    return _meta_of(bytes(payload)) if len(payload) <= 4096 else Meta.decode(payload)
+
+
 @dataclass(frozen=True)
 class FrameRule:
     """How the scan reads one frame type (its stream_id's meaning is tables.FRAME_SCOPE)."""
@@ -1015,7 +1027,7 @@ FRAME_RULES = {
     FrameType.SYNC: FrameRule(Sync.decode, LogbFile._sync, in_segment=False, malformed=LogbFile._sync_malformed),
     # SCHEMA payloads repeat every segment: the handler decodes each distinct one once
     FrameType.SCHEMA: FrameRule(bytes, LogbFile._schema),
-    FrameType.META: FrameRule(Meta.decode, LogbFile._meta),
+    FrameType.META: FrameRule(_decode_meta, LogbFile._meta),
     FrameType.ATTACH: FrameRule(Attach.decode, LogbFile._attach),
     FrameType.RUN: FrameRule(Run.decode, LogbFile._run),
     # DATA: the 28-byte header only; the records are decoded when asked for
